@@ -1,0 +1,3 @@
+"""decodescope: why LLM decode runs this fast, and what would move it."""
+
+__version__ = "0.1.0"

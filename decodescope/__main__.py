@@ -1,0 +1,3 @@
+from decodescope.cli.main import main
+
+main()
