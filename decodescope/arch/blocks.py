@@ -1,0 +1,276 @@
+"""The building blocks of a decoder layer, with the weight tensors each one reads.
+
+Shapes follow the Hugging Face modules (`q_proj: [out, in]`); a block knows nothing of
+GPUs: how a tensor splits under tensor parallelism is only *named* here (`shard`) and
+applied in decodescope.model."""
+
+from dataclasses import dataclass
+from math import prod
+
+# How tensor parallelism splits a tensor:
+#   col   output dim split (q/gate/up projections)      row  input dim split (o/down)
+#   kv    col, but a GPU holds max(1, kv_heads/TP) heads (KV heads replicate once TP > kv_heads)
+#   rep   every GPU holds all of it (norms, routers, MLA down-projections, convs)
+#   vocab vocab-parallel (embedding, LM head)
+SHARDS = ("col", "row", "kv", "rep", "vocab")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str  # HF module name, e.g. "q_proj"
+    shape: tuple[int, ...]  # [out, in] for a linear weight; per expert for routed experts
+    shard: str  # one of SHARDS
+    linear: bool = True  # a matmul weight a quantisation format converts (False: norms, biases, convs)
+    experts: int = 1  # >1: a stack of routed experts, each of `shape`
+    kv_heads: int = 0  # for shard "kv": the number of KV heads the out dim holds
+
+    @property
+    def params(self) -> int:
+        return prod(self.shape) * self.experts
+
+
+def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
+    ts = [Tensor(name, (out_f, in_f), shard, **kw)]
+    if bias:  # a bias follows its weight's output split; it stays 16-bit
+        bshard = "rep" if shard == "row" else shard
+        ts.append(Tensor(name + ".bias", (out_f,), bshard, linear=False,
+                         experts=kw.get("experts", 1), kv_heads=kw.get("kv_heads", 0)))
+    return ts
+
+
+def _norm(name, n) -> Tensor:
+    return Tensor(name, (n,), "rep", linear=False)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Softmax attention: MHA / GQA / MQA, optional output gate, q/k norms, window, sinks."""
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    sliding_window: int | None = None  # tokens of KV a query sees (None: all)
+    attn_output_gate: bool = False  # Qwen3.5/Next: q_proj also emits a per-head gate
+    qk_norm: bool = False
+    attention_bias: bool = False
+    sinks: bool = False  # gpt-oss: one learned sink logit per head
+    kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
+
+    def tensors(self) -> list[Tensor]:
+        h, d = self.hidden_size, self.head_dim
+        q_out = self.num_attention_heads * d * (2 if self.attn_output_gate else 1)
+        kv_out = self.num_key_value_heads * d
+        b, kv = self.attention_bias, self.num_key_value_heads
+        ts = [_norm("input_layernorm", h)]
+        ts += _linear("q_proj", q_out, h, "col", b)
+        ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
+        ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
+        ts += _linear("o_proj", h, self.num_attention_heads * d, "row", b)
+        if self.qk_norm:
+            ts += [_norm("q_norm", d), _norm("k_norm", d)]
+        if self.sinks:
+            ts.append(Tensor("sinks", (self.num_attention_heads,), "col", linear=False))
+        return ts
+
+    def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
+        # K and V, each kv_heads x head_dim
+        return 2 * kv_heads * self.head_dim * dtype_bytes
+
+    def attention_flops_per_token(self, heads: int, context: int) -> float:
+        # QK^T and PV: 2 matmuls x 2 FLOP per MAC over head_dim x context per head
+        return 4 * heads * self.head_dim * context
+
+
+@dataclass(frozen=True)
+class MLA:
+    """DeepSeek multi-head latent attention. The cache holds one latent of
+    kv_lora_rank + qk_rope_head_dim per token, shared by all heads (so TP replicates it)."""
+    hidden_size: int
+    num_attention_heads: int
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    kernels = 12  # norms, q_a, q_b, kv_a, absorbed bmm x2, rope, cache write, attention, o, residual
+
+    def tensors(self) -> list[Tensor]:
+        h, n = self.hidden_size, self.num_attention_heads
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        ts = [_norm("input_layernorm", h)]
+        if self.q_lora_rank:
+            ts += [Tensor("q_a_proj", (self.q_lora_rank, h), "rep"),
+                   _norm("q_a_layernorm", self.q_lora_rank),
+                   Tensor("q_b_proj", (n * qk, self.q_lora_rank), "col")]
+        else:
+            ts.append(Tensor("q_proj", (n * qk, h), "col"))
+        ts += [Tensor("kv_a_proj_with_mqa", (self.kv_lora_rank + self.qk_rope_head_dim, h), "rep"),
+               _norm("kv_a_layernorm", self.kv_lora_rank),
+               Tensor("kv_b_proj", (n * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank), "col"),
+               Tensor("o_proj", (h, n * self.v_head_dim), "row")]
+        return ts
+
+    def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
+        return (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes
+
+    def attention_flops_per_token(self, heads: int, context: int) -> float:
+        # absorbed decode: scores over (kv_lora_rank + rope) and values over kv_lora_rank
+        return 2 * heads * context * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet:
+    """Qwen3-Next / Qwen3.5 linear attention. Per request it keeps a fixed-size state:
+    a recurrent state [v_heads, k_head_dim, v_head_dim] and a conv window."""
+    hidden_size: int
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_key_head_dim: int
+    linear_value_head_dim: int
+    linear_conv_kernel_dim: int
+    state_dtype_bytes: int = 4  # mamba_ssm_dtype, float32 by default
+    conv_dtype_bytes: int = 2  # SGLang's SGLANG_MAMBA_CONV_DTYPE default bfloat16
+    kernels = 10  # norm, in_proj GEMMs, conv, gating, recurrent update, gated norm, out GEMM, residual
+
+    @property
+    def key_dim(self) -> int:
+        return self.linear_num_key_heads * self.linear_key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.linear_num_value_heads * self.linear_value_head_dim
+
+    @property
+    def conv_dim(self) -> int:  # the conv runs over cat(q, k, v)
+        return 2 * self.key_dim + self.value_dim
+
+    def tensors(self) -> list[Tensor]:
+        h, nv = self.hidden_size, self.linear_num_value_heads
+        return [_norm("input_layernorm", h),
+                Tensor("in_proj_qkv", (self.conv_dim, h), "col"),
+                Tensor("in_proj_z", (self.value_dim, h), "col"),
+                Tensor("in_proj_b", (nv, h), "col"),
+                Tensor("in_proj_a", (nv, h), "col"),
+                Tensor("conv1d", (self.conv_dim, self.linear_conv_kernel_dim), "col", linear=False),
+                Tensor("dt_bias", (nv,), "col", linear=False),
+                Tensor("A_log", (nv,), "col", linear=False),
+                _norm("norm", self.linear_value_head_dim),
+                Tensor("out_proj", (h, self.value_dim), "row")]
+
+    def state_bytes(self, tp: int) -> float:
+        """Bytes of one request's state on one GPU (heads split by TP)."""
+        ssm = self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        conv = self.conv_dim * (self.linear_conv_kernel_dim - 1)
+        return (ssm * self.state_dtype_bytes + conv * self.conv_dtype_bytes) / tp
+
+
+@dataclass(frozen=True)
+class Mamba2:
+    """Nemotron-H Mamba2 mixer; state [heads, head_dim, ssm_state_size] + conv window."""
+    hidden_size: int
+    mamba_num_heads: int
+    mamba_head_dim: int
+    n_groups: int
+    ssm_state_size: int
+    conv_kernel: int
+    use_conv_bias: bool = True
+    mamba_proj_bias: bool = False
+    state_dtype_bytes: int = 4
+    conv_dtype_bytes: int = 2
+    kernels = 8  # norm, in_proj, conv, ssm update, gated norm, out_proj, residual
+
+    @property
+    def intermediate(self) -> int:
+        return self.mamba_num_heads * self.mamba_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.intermediate + 2 * self.n_groups * self.ssm_state_size
+
+    def tensors(self) -> list[Tensor]:
+        h, nh = self.hidden_size, self.mamba_num_heads
+        in_out = 2 * self.intermediate + 2 * self.n_groups * self.ssm_state_size + nh  # z, xBC, dt
+        ts = [_norm("norm", h)]
+        ts += _linear("in_proj", in_out, h, "col", self.mamba_proj_bias)
+        ts.append(Tensor("conv1d", (self.conv_dim, self.conv_kernel), "col", linear=False))
+        if self.use_conv_bias:
+            ts.append(Tensor("conv1d.bias", (self.conv_dim,), "col", linear=False))
+        ts += [Tensor("dt_bias", (nh,), "col", linear=False),
+               Tensor("A_log", (nh,), "col", linear=False),
+               Tensor("D", (nh,), "col", linear=False),
+               Tensor("mixer_norm", (self.intermediate,), "col", linear=False)]
+        ts += _linear("out_proj", h, self.intermediate, "row", self.mamba_proj_bias)
+        return ts
+
+    def state_bytes(self, tp: int) -> float:
+        ssm = self.mamba_num_heads * self.mamba_head_dim * self.ssm_state_size
+        conv = self.conv_dim * (self.conv_kernel - 1)
+        return (ssm * self.state_dtype_bytes + conv * self.conv_dtype_bytes) / tp
+
+
+@dataclass(frozen=True)
+class DenseMLP:
+    hidden_size: int
+    intermediate_size: int
+    gated: bool = True  # SwiGLU gate+up; False: up only (Nemotron-H relu2)
+    bias: bool = False
+    kernels = 4  # norm, gate_up GEMM, activation, down GEMM (residual fused)
+
+    def tensors(self) -> list[Tensor]:
+        h, i = self.hidden_size, self.intermediate_size
+        ts = [_norm("post_attention_layernorm", h)]
+        if self.gated:
+            ts += _linear("gate_proj", i, h, "col", self.bias)
+        ts += _linear("up_proj", i, h, "col", self.bias)
+        ts += _linear("down_proj", h, i, "row", self.bias)
+        return ts
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Routed experts (+ optional shared expert). Decode touches only some experts:
+    decodescope.model counts the expected distinct ones for B*T tokens."""
+    hidden_size: int
+    num_experts: int
+    num_experts_per_tok: int
+    moe_intermediate_size: int
+    shared_expert_intermediate_size: int = 0
+    shared_expert_gate: bool = False  # Qwen MoE: a sigmoid gate [1, hidden] on the shared expert
+    gated: bool = True
+    bias: bool = False  # gpt-oss: expert and router biases
+    router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias, gpt-oss router bias
+    kernels = 8  # norm, router GEMM, top-k, expert GEMMs x2 + act, shared expert, combine
+
+    def tensors(self) -> list[Tensor]:
+        h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
+        ts = [_norm("post_attention_layernorm", h), Tensor("router", (e, h), "rep", linear=False)]
+        if self.router_bias:
+            ts.append(Tensor("router.bias", (e,), "rep", linear=False))
+        up = 2 * i if self.gated else i
+        ts += _linear("experts.gate_up_proj", up, h, "col", self.bias, experts=e)
+        ts += _linear("experts.down_proj", h, i, "row", self.bias, experts=e)
+        if self.shared_expert_intermediate_size:
+            s = self.shared_expert_intermediate_size
+            ts += [Tensor("shared_expert.gate_up_proj", (2 * s if self.gated else s, h), "col"),
+                   Tensor("shared_expert.down_proj", (h, s), "row")]
+            if self.shared_expert_gate:
+                ts.append(Tensor("shared_expert_gate", (1, h), "rep", linear=False))
+        return ts
+
+
+Mixer = Attention | MLA | GatedDeltaNet | Mamba2
+MLP = DenseMLP | MoE
+
+
+@dataclass(frozen=True)
+class Layer:
+    kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
+    mixer: Mixer | None
+    mlp: MLP | None
+
+    def tensors(self) -> list[Tensor]:
+        return (self.mixer.tensors() if self.mixer else []) + (self.mlp.tensors() if self.mlp else [])
+
+    @property
+    def kernels(self) -> int:
+        return (self.mixer.kernels if self.mixer else 0) + (self.mlp.kernels if self.mlp else 0)
