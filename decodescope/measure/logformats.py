@@ -1,0 +1,269 @@
+"""The server log line formats decodescope reads: SGLang, vLLM and llama.cpp.
+
+Each parser takes one line and returns a `Parsed` tuple, or None when the line is not
+one of its statistics lines. Formats, every known version, are quoted in
+shared/reference/serving-logs-and-benchmarks.md (sections 1-3). Strategy (its section 7):
+find a fixed marker with a substring test (cheap, so a 1 GB log of noise costs little),
+strip the engine's prefix with a small regex, then split the message into `key: value`
+pairs and keep every key as the engine prints it, because the field set has changed
+many times and will change again."""
+
+import re
+import time
+from typing import NamedTuple
+
+
+class Parsed(NamedTuple):
+    kind: str  # "decode" | "prefill" | "spec" | "stats"
+    time_s: float | None  # epoch seconds (local time, as the server's logger wrote it)
+    rank: str | None
+    fields: dict
+    accept_len: float | None  # tokens per verify round incl. the bonus token
+    gen_tok_s: float | None  # generated tokens per second over the line's window, all requests
+
+
+# ---------------------------------------------------------------- values and pairs
+
+
+def number(text: str):
+    """'0.00' -> 0.0, '4 reqs' -> 4, '1.2%' -> 1.2, 'True' -> True; anything else stays text.
+    Units after the number are dropped: the key says what the value is."""
+    word = text.strip().split(" ", 1)[0].rstrip("%.,")
+    if word == "True" or word == "False":
+        return word == "True"
+    try:
+        return float(word) if "." in word or "n" in word else int(word)
+    except ValueError:
+        return text.strip()
+
+
+def pairs(text: str) -> dict:
+    """'a: 1, b: 2.5, c: 0.8, 0.6' -> {'a': 1, 'b': 2.5, 'c': [0.8, 0.6]}.
+    A piece without ': ' continues the previous value (vLLM's per-position rates are a
+    comma-separated list inside a comma-separated line)."""
+    fields = {}
+    key = None
+    for part in text.split(", "):
+        k, sep, v = part.partition(": ")
+        if sep:
+            key = k.strip()
+            fields[key] = number(v)
+        elif key is not None and part.strip():
+            prev = fields[key]
+            fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
+    return fields
+
+
+_epoch_cache: dict[str, float] = {}
+
+
+def local_epoch(stamp: str, fmt: str) -> float | None:
+    """Epoch seconds of a local-time stamp; cached, since consecutive lines share it."""
+    t = _epoch_cache.get(stamp)
+    if t is None:
+        try:
+            t = time.mktime(time.strptime(stamp, fmt))
+        except (ValueError, OverflowError):
+            return None
+        if len(_epoch_cache) > 4096:
+            _epoch_cache.clear()
+        _epoch_cache[stamp] = t
+    return t
+
+
+# ---------------------------------------------------------------- SGLang
+
+# "[2026-05-12 00:05:35 TP0] ", "[... .123 DP1 TP4] "; ranks also PP/EP/ATTN_CP/MOE_DP
+_SGL_PREFIX = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] $|\[(gpu_id=\d+)\] $"
+)
+_SGL_MARKERS = (("Decode batch", "decode"), ("Prefill batch", "prefill"))
+
+
+def parse_sglang(line: str) -> Parsed | None:
+    for marker, kind in _SGL_MARKERS:
+        at = line.find(marker)
+        if at >= 0:
+            break
+    else:
+        return None
+    rest = line[at + len(marker) :]
+    fields = {}
+    if rest.startswith(" ["):  # "Decode batch [1234], " with SGLANG_LOG_FORWARD_ITERS
+        end = rest.find("]")
+        fields["forward_ct"] = number(rest[2:end])
+        rest = rest[end + 1 :]
+    if not rest.startswith((", ", ". ")):
+        return None
+    fields.update(pairs(rest[2:]))
+    if kind == "decode" and "gen throughput (token/s)" not in fields:
+        return None
+    time_s, rank = _sglang_prefix(line[:at])
+    accept = fields.get("accept len") if kind == "decode" else None
+    gen = fields.get("gen throughput (token/s)")
+    return Parsed(kind, time_s, rank, fields, accept, gen)
+
+
+def _sglang_prefix(prefix: str) -> tuple[float | None, str | None]:
+    m = _SGL_PREFIX.search(prefix)
+    if m is None:
+        return None, None
+    stamp, ms, ranks, gpu = m.groups()
+    if gpu:  # v0.1-0.2: "[gpu_id=0] Decode batch. ..." and no timestamp
+        return None, gpu
+    t = local_epoch(stamp, "%Y-%m-%d %H:%M:%S")
+    if t is not None and ms:
+        t += int(ms) / 1000
+    return t, ranks.strip() or None
+
+
+# ---------------------------------------------------------------- vLLM
+
+# "(APIServer pid=1) INFO 05-04 01:06:53 [loggers.py:271] " (current) and
+# "INFO 05-04 01:06:53 metrics.py:341] " (2024); the date has no year.
+_VLLM_PREFIX = re.compile(
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] "
+)
+_VLLM_ENGINE = re.compile(r"(Engine \d+|\d+ Engines Aggregated): $")
+
+
+def parse_vllm(line: str, year: int) -> Parsed | None:
+    at = line.find("Avg prompt throughput: ")
+    if at >= 0:
+        fields = pairs(line[at:])
+        gen = fields.get("Avg generation throughput")
+        if not isinstance(gen, (int, float)):
+            return None
+        head = line[:at]
+        m = _VLLM_ENGINE.search(head)
+        rank = m.group(1) if m else None
+        return Parsed("stats", _vllm_time(head, year), rank, fields, None, float(gen))
+    for marker in ("SpecDecoding metrics: ", "Speculative metrics: "):
+        at = line.find(marker)
+        if at >= 0:
+            fields = pairs(line[at + len(marker) :])
+            accept = _vllm_accept_len(fields)
+            return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None)
+    return None
+
+
+def _vllm_time(head: str, year: int) -> float | None:
+    m = _VLLM_PREFIX.search(head)
+    return local_epoch(f"{year}-{m.group(1)}", "%Y-%m-%d %H:%M:%S") if m else None
+
+
+def _vllm_accept_len(fields: dict) -> float | None:
+    mean = fields.get("Mean acceptance length")  # V1 since PR #16665: 1 + accepted/drafts
+    if isinstance(mean, (int, float)):
+        return float(mean)
+    # V0 "Speculative metrics": emitted tokens (bonus included) per verify step, where
+    # steps = draft tokens / k. Its counters are lifetime totals (secondhand), so this is
+    # a lifetime mean. The April-2025 V1 form has no draft count: no accept length.
+    emitted = fields.get("Number of emitted tokens")
+    drafts = fields.get("Number of draft tokens")
+    k = fields.get("Number of speculative tokens")
+    if all(isinstance(x, (int, float)) for x in (emitted, drafts, k)) and drafts > 0:
+        return emitted * k / drafts
+    return None
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+# "slot print_timing: id  0 | task 0 | " (since late 2024); before that
+# "INFO [           print_timings] ... | tid=... timestamp=1717000000 id_slot=0 id_task=0 ..."
+_LCPP_SLOT = re.compile(r"slot +\S+: +id +(\d+) \| task (-?\d+) \| ")
+_LCPP_OLD_TAIL = re.compile(r"timestamp=(\d+)|id_slot=(\d+)|id_task=(-?\d+)")
+_LCPP_ELAPSED = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")  # --log-timestamps
+# "prompt eval time = 1234.56 ms /   512 tokens (    2.41 ms per token,   414.83 tokens per second)"
+# also "generation eval time = ... / N runs   (...)" (2024) and "total time = ... ms / N tokens"
+_LCPP_TIMING = re.compile(
+    r"(prompt eval|generation eval|eval|total) time\s*=\s*([\d.]+) ms"
+    r"(?:\s*/\s*(\d+) (?:tokens|runs))?"
+    r"(?:\s*\(\s*([\d.]+) ms per token,\s*([\d.]+) tokens per second\))?"
+)
+# "draft acceptance = 0.63158 (   24 accepted /    38 generated), mean len =  2.85";
+# oldest "draft acceptance rate = ..." without the mean; one variant spells
+# "mean acceptance length = ..., acceptance rate per position = (0.9, 0.7)"
+_LCPP_DRAFT = re.compile(
+    r"draft acceptance(?: rate)? = ([\d.]+) \(\s*(\d+) accepted /\s*(\d+) generated\)"
+    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?"
+    r"(?:, acceptance rate per position = \(([^)]*)\))?"
+)
+_LCPP_PROGRESS = re.compile(r"n_gen = (\d+), tg = ([\d.]+) t/s(?:, tg_3s = ([\d.]+) t/s)?")
+
+
+def parse_llamacpp(line: str) -> Parsed | None:
+    if "time =" in line:
+        m = _LCPP_TIMING.search(line)
+        return _llamacpp_timing(line, m) if m else None
+    if "draft acceptance" in line:
+        m = _LCPP_DRAFT.search(line)
+        return _llamacpp_draft(line, m) if m else None
+    if "n_gen = " in line:
+        m = _LCPP_PROGRESS.search(line)
+        return _llamacpp_progress(line, m) if m else None
+    return None
+
+
+def _llamacpp_timing(line: str, m: re.Match) -> Parsed:
+    what, ms, n, ms_per_tok, tok_s = m.groups()
+    fields = {"time_ms": float(ms)}
+    if n is not None:
+        fields["tokens"] = int(n)
+    if tok_s is not None:
+        fields["ms_per_token"] = float(ms_per_tok)
+        fields["tokens_per_second"] = float(tok_s)
+    time_s, rank = _llamacpp_prefix(line, fields)
+    if what == "prompt eval":
+        return Parsed("prefill", time_s, rank, fields, None, None)
+    if what == "total":
+        return Parsed("stats", time_s, rank, fields, None, None)
+    gen = float(tok_s) if tok_s is not None else None
+    return Parsed("decode", time_s, rank, fields, None, gen)
+
+
+def _llamacpp_draft(line: str, m: re.Match) -> Parsed:
+    ratio, accepted, drafted, mean, per_pos = m.groups()
+    fields = {"draft_acceptance": float(ratio), "accepted": int(accepted), "generated": int(drafted)}
+    accept = None
+    if mean is not None:  # 1 + accepted / verify steps
+        accept = fields["mean_len"] = float(mean)
+    if per_pos:
+        fields["acceptance_rate_per_position"] = [number(x) for x in per_pos.split(",")]
+    time_s, rank = _llamacpp_prefix(line, fields)
+    return Parsed("spec", time_s, rank, fields, accept, None)
+
+
+def _llamacpp_progress(line: str, m: re.Match) -> Parsed:
+    # periodic during long generations; tg = whole request so far, tg_3s = last 3 s.
+    # Kept as "stats" so it is not counted twice with the request's final eval line.
+    n_gen, tg, tg_3s = m.groups()
+    fields = {"n_gen": int(n_gen), "tg": float(tg)}
+    if tg_3s is not None:
+        fields["tg_3s"] = float(tg_3s)
+    time_s, rank = _llamacpp_prefix(line, fields)
+    return Parsed("stats", time_s, rank, fields, None, None)
+
+
+def _llamacpp_prefix(line: str, fields: dict) -> tuple[float | None, str | None]:
+    time_s = rank = None
+    m = _LCPP_SLOT.search(line)
+    if m:
+        rank = f"slot {m.group(1)}"
+        fields["task"] = int(m.group(2))
+    elif " | " in line:  # 2024 LOG_INFO form: key=value tail
+        for stamp, slot, task in _LCPP_OLD_TAIL.findall(line.rsplit(" | ", 1)[1]):
+            if stamp:
+                time_s = float(stamp)
+            if slot:
+                rank = f"slot {slot}"
+            if task:
+                fields["task"] = int(task)
+    e = _LCPP_ELAPSED.match(line)
+    if e:  # elapsed since server start, not wall clock
+        mm, ss, ms, us = (int(x) for x in e.groups())
+        fields["log_elapsed_s"] = mm * 60 + ss + ms / 1e3 + us / 1e6
+    return time_s, rank
+
+
+ENGINES = ("sglang", "vllm", "llamacpp")

@@ -1,0 +1,184 @@
+"""Read an inference server's own decode statistics from its log.
+
+SGLang "Decode batch" / "Prefill batch" lines, vLLM periodic stats and "SpecDecoding
+metrics" lines, llama.cpp timing and draft-acceptance lines, every known version
+(formats: logformats.py). Lines in any other format are counted and skipped; nothing
+in a log is fatal. Warm-up windows are marked by the rule in logsummary.py."""
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Iterable, Iterator
+
+from decodescope.measure import logformats
+from decodescope.measure.logsummary import LogSummary, Spread, WarmupScan, WindowTagger
+
+ENGINES = logformats.ENGINES
+
+__all__ = [
+    "ENGINES",
+    "LogParse",
+    "LogReader",
+    "LogRecord",
+    "LogSummary",
+    "Spread",
+    "detect_engine",
+    "parse_line",
+    "parse_log",
+    "summarize",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    kind: str  # "decode" | "prefill" | "spec" | "stats"
+    engine: str  # "sglang" | "vllm" | "llamacpp"
+    time_s: float | None  # wall-clock epoch seconds from the line's prefix; None if it has none
+    rank: str | None  # "TP0", "DP1 TP0", "gpu_id=0", "Engine 000", "slot 0"
+    fields: dict  # every field of the line under the engine's own name; numbers where numeric
+    accept_len: float | None  # tokens per verify round incl. the bonus token
+    gen_tok_s: float | None  # generated tokens/s over the line's window, all running requests
+    warmup: bool = False  # the window includes start-up or idle time (logsummary.RULE)
+    line_no: int = 0  # 1-based line number in the log
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "engine": self.engine,
+            "line_no": self.line_no,
+            "time_s": self.time_s,
+            "rank": self.rank,
+            "accept_len": self.accept_len,
+            "gen_tok_s": self.gen_tok_s,
+            "warmup": self.warmup,
+            "fields": {k: _json_safe(v) for k, v in self.fields.items()},
+        }
+
+
+@dataclass(frozen=True)
+class LogParse:
+    engine: str | None  # None when no line was recognised
+    records: tuple[LogRecord, ...]
+    skipped_lines: int  # lines not recognised (noise, other log lines, garbage)
+    summary: LogSummary
+
+    def to_dict(self) -> dict:
+        return {
+            "engine": self.engine,
+            "records": [r.to_dict() for r in self.records],
+            "summary": self.summary.to_dict(),
+        }
+
+
+def parse_line(line: str, engine: str | None = None, year: int | None = None) -> LogRecord | None:
+    """One log line -> a LogRecord, or None when it is not a statistics line.
+    `engine` limits the formats tried; `year` dates vLLM lines, whose stamp has none
+    (default: this year)."""
+    engines = (engine,) if engine else ENGINES
+    for name in engines:
+        p = _parse(name, line, year)
+        if p is not None:
+            return LogRecord(p.kind, name, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s)
+    return None
+
+
+def _parse(engine: str, line: str, year: int | None):
+    if engine == "sglang":
+        return logformats.parse_sglang(line)
+    if engine == "vllm":
+        return logformats.parse_vllm(line, year or time.localtime().tm_year)
+    if engine == "llamacpp":
+        return logformats.parse_llamacpp(line)
+    raise ValueError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
+
+
+class LogReader:
+    """Streams the records of a log; `skipped_lines` and `engine` are final once the
+    iteration ends. With no engine given, the first recognised line fixes it."""
+
+    def __init__(self, lines: Iterable[str], engine: str | None = None, year: int | None = None):
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
+        self.lines = lines
+        self.engine = engine
+        self.year = year or time.localtime().tm_year
+        self.skipped_lines = 0
+
+    def __iter__(self) -> Iterator[LogRecord]:
+        skipped = 0
+        try:
+            for line_no, line in enumerate(self.lines, 1):
+                rec = self._one(line, line_no)
+                if rec is None:
+                    skipped += 1
+                else:
+                    yield rec
+        finally:
+            self.skipped_lines = skipped
+
+    def _one(self, line: str, line_no: int) -> LogRecord | None:
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        if self.engine is None:
+            for name in ENGINES:
+                p = _parse(name, line, self.year)
+                if p is not None:
+                    self.engine = name
+                    break
+            else:
+                return None
+        else:
+            p = _parse(self.engine, line, self.year)
+            if p is None:
+                return None
+        return LogRecord(
+            p.kind, self.engine, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s, False, line_no
+        )
+
+
+def detect_engine(lines: Iterable[str]) -> str | None:
+    """The engine of the first recognised statistics line, or None."""
+    for line in lines:
+        rec = parse_line(line)
+        if rec is not None:
+            return rec.engine
+    return None
+
+
+def parse_log(lines: Iterable[str], engine: str | None = None, year: int | None = None) -> LogParse:
+    """All records of a log, warm-up marked, with the steady-state summary. Keeps every
+    record in memory: for a large file stream with LogReader + WarmupScan instead."""
+    reader = LogReader(lines, engine, year)
+    scan = WarmupScan()
+    tagged = [(rec, scan.add(rec)) for rec in reader]
+    records = tuple(replace(rec, warmup=scan.warmup(tag)) for rec, tag in tagged)
+    summary = scan.summary(reader.engine, reader.skipped_lines)
+    return LogParse(reader.engine, records, reader.skipped_lines, summary)
+
+
+def summarize(records: Iterable[LogRecord], skipped_lines: int = 0) -> LogSummary:
+    """Steady-state accept_len and gen tok/s (mean, min, max) and the round time they
+    imply, over records in log order; warm-up is judged afresh by logsummary's rule."""
+    scan = WarmupScan()
+    engine = None
+    for rec in records:
+        engine = engine or rec.engine
+        scan.add(rec)
+    return scan.summary(engine, skipped_lines)
+
+
+def warmup_flags(records: Iterable[LogRecord], scan: WarmupScan) -> Iterator[LogRecord]:
+    """Second pass: the same records again, each with the warm-up flag a finished scan
+    of them gives (a fresh tagger reproduces the first pass's tags)."""
+    tagger = WindowTagger()
+    for rec in records:
+        flag = scan.warmup(tagger.tag(rec))
+        yield replace(rec, warmup=flag) if flag else rec
+
+
+def _json_safe(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [_json_safe(x) for x in v]
+    return v
