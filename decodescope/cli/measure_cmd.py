@@ -1,0 +1,183 @@
+"""decodescope measure: stream prompt suites to a live OpenAI-compatible server."""
+
+import asyncio
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from decodescope.errors import DecodescopeError
+
+
+def _numbers(kind):
+    def parse(ctx, param, value):
+        if value is None:
+            return None
+        try:
+            out = tuple(kind(v) for v in value.split(",") if v.strip())
+        except ValueError:
+            raise click.BadParameter(f"expected a comma-separated list of numbers, got {value!r}")
+        if not out or any(v <= 0 for v in out):
+            raise click.BadParameter("every value must be > 0")
+        return out
+
+    return parse
+
+
+@click.command()
+@click.argument("url")
+@click.option("--model", help="Model name to request. Default: the first id of GET /v1/models.")
+@click.option("--api", type=click.Choice(["chat", "completions"]), default="chat", show_default=True)
+@click.option("--suite", "suites", multiple=True, help="repetitive, code, prose or a .jsonl file; repeatable. Default: all three.")
+@click.option("--requests", type=click.IntRange(min=1), help="Requests per suite and load level. Default: each prompt once.")
+@click.option("--concurrency", callback=_numbers(int), help="Requests in flight (closed loop); 1,4,16 sweeps. Default: 1.")
+@click.option("--rate", callback=_numbers(float), help="Poisson arrivals, requests/s (open loop); 1,2 sweeps.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True, help="When a prompt sets none.")
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Requests first, not counted.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True, help="s of silence before a request fails.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
+@click.option("--server-log", type=click.Path(dir_okay=False), help="Tail this server log during the run.")
+@click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
+@click.option("--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes.")
+@click.option("--tokenizer", type=click.Path(exists=True), help="Local tokenizer folder, to count tokens when the server sends no usage.")
+@click.option("--api-key-env", help="Environment variable holding the API key. Default: OPENAI_API_KEY if set.")
+@click.option("--extra-body", help='JSON merged into every request body, e.g. \'{"ignore_eos": true}\'.')
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Run file. Default: runs/<timestamp>.jsonl")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def measure(**opts):
+    """Stream prompt suites to an OpenAI-compatible server at URL and time TTFT, every
+    inter-chunk gap and decode tok/s per request, next to the server's own statistics."""
+    from decodescope.measure import runner, suites
+    from decodescope.measure.client import Endpoint, Sampling, base_url
+    from decodescope.measure.runfile import RunWriter
+
+    if opts["concurrency"] and opts["rate"]:
+        raise DecodescopeError("--concurrency and --rate are two load modes", "pass one of them")
+    root = base_url(opts["url"])
+    headers = _auth_headers(opts["api_key_env"])
+    model = opts["model"] or _first_model(root, headers, opts["timeout"])
+    endpoint = Endpoint(root, opts["api"], model, headers)
+    sampling = Sampling(opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]))
+    loaded = tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
+    levels = tuple(runner.Level(None, r) for r in opts["rate"]) if opts["rate"] else tuple(
+        runner.Level(c) for c in (opts["concurrency"] or (1,))
+    )
+    plan = runner.Plan(endpoint, sampling, loaded, levels, opts["requests"], opts["warmup"], opts["seed"],
+                       opts["server_log"], opts["metrics_url"], opts["metrics_interval"])
+    tokenizer = _tokenizer(opts["tokenizer"])
+    out_path = Path(opts["out_path"] or _default_out())
+    writer = RunWriter(out_path, _header(opts, root, model, loaded))
+    try:
+        outcome = _run(plan, writer, tokenizer, opts["as_json"])
+    finally:
+        writer.close()
+    _report(outcome, out_path, opts["as_json"])
+    if outcome.interrupted:
+        sys.exit(130)
+    if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
+        sys.exit(1)
+
+
+def _auth_headers(env_name: str | None) -> dict:
+    name = env_name or "OPENAI_API_KEY"
+    key = os.environ.get(name)
+    if env_name and not key:
+        raise DecodescopeError(f"--api-key-env {env_name}: that environment variable is not set", f"export {env_name}=...")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _first_model(root: str, headers: dict, timeout_s: float) -> str:
+    from decodescope.measure.client import list_models, open_session
+
+    async def first():
+        async with open_session(1, timeout_s) as session:
+            return (await list_models(session, root, headers))[0]
+
+    return asyncio.run(first())
+
+
+def _extra_body(text: str | None) -> dict:
+    if not text:
+        return {}
+    try:
+        body = json.loads(text)
+    except ValueError as e:
+        raise DecodescopeError(f"--extra-body is not JSON: {e}", 'pass an object, e.g. \'{"ignore_eos": true}\'') from e
+    if not isinstance(body, dict):
+        raise DecodescopeError("--extra-body must be a JSON object", 'e.g. \'{"ignore_eos": true}\'')
+    return body
+
+
+def _tokenizer(path):
+    if not path:
+        return None
+    from decodescope.measure.tokens import load_tokenizer
+
+    return load_tokenizer(path)
+
+
+def _default_out() -> str:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path, n = Path("runs") / f"{stamp}.jsonl", 1
+    while path.exists():
+        n += 1
+        path = Path("runs") / f"{stamp}-{n}.jsonl"
+    return str(path)
+
+
+def _header(opts: dict, root: str, model: str, loaded) -> dict:
+    from importlib.metadata import version
+
+    options = {k: v for k, v in opts.items() if v is not None and k != "as_json"} | {"url": root}
+    return {
+        "command": "measure",
+        "decodescope_version": version("decodescope"),
+        "url": root,
+        "model": model,
+        "api": opts["api"],
+        "suites": [s.name for s in loaded],
+        "start_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "start_unix_s": time.time(),
+        "options": options,  # never the API key: only the name of its variable is an option
+    }
+
+
+def _run(plan, writer, tokenizer, as_json: bool):
+    from rich.console import Console
+
+    from decodescope.measure.runner import Runner
+
+    err = Console(stderr=True)
+
+    def warn(msg: str) -> None:
+        err.print(msg, style="yellow", markup=False, highlight=False)
+
+    if as_json or not err.is_terminal:
+        return asyncio.run(Runner(plan, writer, tokenizer, None, warn).run())
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = sum(len(jobs) for _, jobs in plan.phases())
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as progress:
+        task = progress.add_task("measure", total=total)
+
+        def advance(r):
+            level = f"rate {r.rate:g}/s" if r.rate else f"concurrency {r.concurrency}"
+            label = "warm-up" if r.warmup else f"{r.suite}, {level}"
+            progress.update(task, advance=1, description=f"{label} ({'ok' if r.ok else r.error_kind})")
+
+        return asyncio.run(Runner(plan, writer, tokenizer, advance, warn).run())
+
+
+def _report(outcome, out_path: Path, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({**outcome.summary, "run_file": str(out_path)}, indent=2))
+        return
+    from decodescope.measure.table import print_summary
+
+    print_summary(outcome.summary, str(out_path))

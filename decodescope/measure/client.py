@@ -1,0 +1,218 @@
+"""Streaming client for OpenAI-compatible servers: one request in, one RequestResult out.
+
+Timing: perf_counter_ns is read once per socket read (aiohttp's iter_any hands over
+whatever bytes have arrived), so events that arrived together share a timestamp and
+parsing one event never delays the clock of the next. Every failure is caught into
+the result (error_kind + error), so one bad request cannot end a run.
+"""
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+import aiohttp
+from yarl import URL
+
+from decodescope.errors import DecodescopeError
+from decodescope.measure.stream import StreamAccumulator
+from decodescope.measure.suites import Prompt
+from decodescope.measure.tokens import count_tokens
+
+PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # scheme://host:port[/prefix], without /v1
+    api: str  # "chat" or "completions"
+    model: str
+    headers: dict = field(default_factory=dict, repr=False)  # may hold the API key: never saved
+
+    @property
+    def url(self) -> str:
+        return self.base_url + PATHS[self.api]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    max_tokens: int  # used when the prompt line sets none
+    temperature: float
+    timeout_s: float  # connect, and longest silence between two socket reads
+    extra_body: dict = field(default_factory=dict)  # server-specific fields, e.g. {"ignore_eos": true}
+
+
+@dataclass(frozen=True)
+class Job:
+    suite: str
+    prompt_index: int
+    prompt: Prompt
+    warmup: bool = False
+    concurrency: int | None = None  # the load level this request ran at
+    rate: float | None = None  # requests/s, for open-loop levels
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    suite: str
+    prompt_index: int
+    warmup: bool
+    concurrency: int | None
+    rate: float | None
+    ok: bool
+    error_kind: str | None  # connection, http, timeout, dropped, malformed, server_error, no_tokens, cancelled, client
+    error: str | None
+    http_status: int | None
+    start_s: float  # request sent, s since the run started
+    end_s: float  # request over (last byte, error or cancel), s since the run started
+    ttft_ms: float | None  # to the first text chunk
+    itl_ms: tuple[float, ...]  # every gap between consecutive text chunks
+    latency_ms: float | None  # to the last text chunk: latency - ttft == sum(itl)
+    output_tokens: int
+    token_count_source: str  # "usage", "tokenizer" or "chunks"
+    chunk_tokens: tuple[int, ...] | None  # tokens in each text chunk, None when unknown
+    decode_tok_s: float | None  # tokens after the first chunk / (last - first text chunk)
+    output_chars: int
+    finish_reason: str | None
+    response_id: str | None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RequestResult":
+        kw = {f.name: d.get(f.name) for f in fields(cls)}
+        kw["itl_ms"] = tuple(kw["itl_ms"] or ())
+        if kw["chunk_tokens"] is not None:
+            kw["chunk_tokens"] = tuple(kw["chunk_tokens"])
+        return cls(**kw)
+
+
+def base_url(url: str) -> str:
+    """The server root from whatever the user typed: root, /v1, or a full endpoint URL."""
+    u = URL(url.strip())
+    if u.scheme not in ("http", "https") or not u.host:
+        raise DecodescopeError(f"not an http(s) URL: {url!r}", "pass the server root, e.g. http://localhost:8000")
+    path = u.path.rstrip("/")
+    for tail in (*PATHS.values(), "/v1/models", "/v1"):
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+            break
+    return str(u.with_user(None).with_path(path).with_query(None)).rstrip("/")
+
+
+def open_session(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=concurrency or 0)  # 0: no cap, for open-loop rates
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout)
+
+
+async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) -> list[str]:
+    try:
+        async with session.get(root + "/v1/models", headers=headers) as resp:
+            if resp.status != 200:
+                body = (await resp.text(errors="replace"))[:300]
+                raise DecodescopeError(f"GET {root}/v1/models: HTTP {resp.status}: {body}", "pass --model NAME")
+            data = await resp.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+        raise DecodescopeError(f"cannot reach {root}/v1/models: {e!r}", "check the URL, or pass --model NAME") from e
+    ids = [m.get("id") for m in (data or {}).get("data", []) if isinstance(m, dict) and m.get("id")]
+    if not ids:
+        raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
+    return ids
+
+
+def payload(endpoint: Endpoint, job: Job, sampling: Sampling) -> dict:
+    body = {
+        "model": endpoint.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": job.prompt.max_tokens or sampling.max_tokens,
+        "temperature": sampling.temperature,
+    }
+    if endpoint.api == "chat":
+        body["messages"] = job.prompt.as_messages()
+    else:
+        body["prompt"] = job.prompt.as_text()
+    body.update(sampling.extra_body)
+    return body
+
+
+async def send_request(
+    session: aiohttp.ClientSession, endpoint: Endpoint, job: Job, sampling: Sampling, run_t0_ns: int, tokenizer=None
+) -> RequestResult:
+    body = payload(endpoint, job, sampling)
+    clock = time.perf_counter_ns
+    t0 = clock()
+    acc = StreamAccumulator(endpoint.api, t0)
+    status = None
+    try:
+        async with session.post(endpoint.url, json=body, headers=endpoint.headers) as resp:
+            status = resp.status
+            if status != 200:
+                text = await resp.text(errors="replace")
+                acc.fail("http", f"HTTP {status}: {text[:500]}")
+            else:
+                async for data in resp.content.iter_any():
+                    acc.feed(data, clock())
+                    if acc.error_kind is not None:
+                        break
+    except asyncio.CancelledError:  # only the load runner cancels, on Ctrl-C: keep the request
+        asyncio.current_task().uncancel()
+        acc.fail("cancelled", "interrupted (Ctrl-C) before the stream finished")
+    except asyncio.TimeoutError:
+        acc.fail("timeout", f"no data for {sampling.timeout_s:g} s (server stalled past --timeout)")
+    except aiohttp.ClientConnectorError as e:
+        acc.fail("connection", f"cannot connect to {endpoint.url}: {e.os_error or e}")
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as e:
+        acc.fail("dropped", f"connection dropped mid-response: {e!r}")
+    except aiohttp.ClientError as e:
+        acc.fail("client", repr(e))
+    t_end = clock()
+    acc.finish()
+    tokens = await _count(acc, tokenizer)
+    return _result(job, acc, tokens, status, run_t0_ns, t_end)
+
+
+async def _count(acc: StreamAccumulator, tokenizer):
+    if tokenizer is None:
+        return count_tokens(acc.texts, acc.usage_tokens, acc.chunk_usage)
+    # off the event loop: the Rust tokenizer releases the GIL, other streams keep their clocks
+    args = (acc.texts, acc.usage_tokens, acc.chunk_usage, tokenizer)
+    try:
+        return await asyncio.to_thread(count_tokens, *args)
+    except asyncio.CancelledError:  # Ctrl-C while counting: the stream is done, keep it
+        asyncio.current_task().uncancel()
+        return count_tokens(*args)
+
+
+def _result(job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: int, t_end_ns: int) -> RequestResult:
+    times = acc.token_times_ns
+    t0 = acc.t_start_ns
+    span_s = (times[-1] - times[0]) / 1e9 if times else 0.0
+    # tokens after the first chunk over the time they took: (tokens - 1) when the first
+    # chunk holds one token, as it does after prefill
+    after_first = tokens.output_tokens - (tokens.chunk_tokens[0] if tokens.chunk_tokens else 1)
+    decode = after_first / span_s if span_s > 0 and after_first > 0 else None
+    return RequestResult(
+        suite=job.suite,
+        prompt_index=job.prompt_index,
+        warmup=job.warmup,
+        concurrency=job.concurrency,
+        rate=job.rate,
+        ok=acc.error_kind is None,
+        error_kind=acc.error_kind,
+        error=acc.error,
+        http_status=status,
+        start_s=(t0 - run_t0_ns) / 1e9,
+        end_s=(t_end_ns - run_t0_ns) / 1e9,
+        ttft_ms=(times[0] - t0) / 1e6 if times else None,
+        itl_ms=tuple((b - a) / 1e6 for a, b in zip(times, times[1:])),
+        latency_ms=(times[-1] - t0) / 1e6 if times else None,
+        output_tokens=tokens.output_tokens,
+        token_count_source=tokens.token_count_source,
+        chunk_tokens=tokens.chunk_tokens,
+        decode_tok_s=decode,
+        output_chars=sum(len(t) for t in acc.texts),
+        finish_reason=acc.finish_reason,
+        response_id=acc.response_id,
+    )

@@ -1,0 +1,99 @@
+"""Summaries of a measure run: per suite and load level, from the finished requests and
+the server samples, warm-up excluded. Used live and by runfile.read_run, so a run file
+alone reproduces its summary.
+
+Server samples are attributed to a group by time: a sample counts for a group when its
+whole window (time_s - window_s .. time_s) lies inside the group's run window. That drops
+the log line or scrape interval that straddles idle time, the warm-up or the previous
+suite, as the seeds' first "2.89 tok/s" line does.
+"""
+
+import math
+from collections import Counter
+
+PERCENTILES = (50, 90, 99)
+
+
+def distribution(values) -> dict:
+    v = sorted(x for x in values if x is not None and math.isfinite(x))
+    out = {"n": len(v), "mean": sum(v) / len(v) if v else None}
+    for q in PERCENTILES:
+        out[f"p{q}"] = _percentile(v, q) if v else None
+    out["min"], out["max"] = (v[0], v[-1]) if v else (None, None)
+    return out
+
+
+def _percentile(v: list[float], q: float) -> float:
+    # linear interpolation between closest ranks (numpy's default)
+    pos = (len(v) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def summarize(requests, samples, interrupted: bool = False) -> dict:
+    """The run summary: one entry per (suite, concurrency, rate) in run order, plus totals."""
+    measured = [r for r in requests if not r.warmup]
+    keys = list(dict.fromkeys((r.suite, r.concurrency, r.rate) for r in measured))
+    groups = [_group(k, [r for r in measured if (r.suite, r.concurrency, r.rate) == k], samples) for k in keys]
+    steady = [p for g in groups for p in g.pop("_steady")]
+    out = {
+        "suites": groups,
+        "requests_ok": sum(r.ok for r in measured),
+        "requests_failed": sum(not r.ok for r in measured),
+        "warmup_requests": len(requests) - len(measured),
+        "interrupted": interrupted,
+    }
+    out.update(_server_figures(steady))
+    return out
+
+
+def _group(key, results, samples) -> dict:
+    suite, concurrency, rate = key
+    ok = [r for r in results if r.ok]
+    start = min(r.start_s for r in results)
+    end = max(r.end_s for r in results)
+    tokens = sum(r.output_tokens for r in ok)
+    chunks = sum(len(r.itl_ms) + 1 for r in ok)
+    steady = [s for s in samples if _inside(s, start, end)]
+    g = {
+        "name": suite,
+        "concurrency": concurrency,
+        "rate": rate,
+        "requests_ok": len(ok),
+        "requests_failed": len(results) - len(ok),
+        "errors": dict(Counter(r.error_kind for r in results if not r.ok)),
+        "ttft_ms": distribution(r.ttft_ms for r in ok),
+        "itl_ms": distribution(x for r in ok for x in r.itl_ms),
+        "decode_tok_s": distribution(r.decode_tok_s for r in ok),
+        "latency_ms": distribution(r.latency_ms for r in ok),
+        "output_tokens": distribution(r.output_tokens for r in ok),
+        "tokens_per_chunk": tokens / chunks if chunks else None,
+        "output_tok_s": tokens / (end - start) if end > start else None,  # all streams together
+        "token_count_source": sorted({r.token_count_source for r in ok}),
+        "window_s": [start, end],
+        "_steady": steady,
+    }
+    g.update(_server_figures(steady))
+    return g
+
+
+def _inside(sample: dict, start: float, end: float) -> bool:
+    if sample.get("warmup") or sample.get("window_s") is None:
+        return False
+    t = sample["time_s"]
+    return t - sample["window_s"] >= start and t <= end
+
+
+def _server_figures(steady: list[dict]) -> dict:
+    # the server log is the finer source when both are there; /metrics fills in otherwise
+    out = {}
+    for key, name in (("accept_len", "accept_len"), ("gen_tok_s", "server_gen_tok_s")):
+        for source in ("server_log", "metrics"):
+            values = [s[key] for s in steady if s["type"] == source and s.get(key) is not None]
+            if key == "gen_tok_s":
+                values = [v for v in values if v > 0]  # an idle window says nothing about speed
+            if values:
+                out[name] = distribution(values) | {"source": source}
+                break
+    return out

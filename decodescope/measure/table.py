@@ -1,0 +1,59 @@
+"""Terminal rendering of a measure summary: one rich table per suite and load level."""
+
+from rich.console import Console
+from rich.table import Table
+
+ROWS = (  # summary key, label with its unit
+    ("ttft_ms", "TTFT (ms)"),
+    ("itl_ms", "inter-chunk gap (ms)"),
+    ("decode_tok_s", "decode per request (tok/s)"),
+    ("latency_ms", "end-to-end latency (ms)"),
+    ("output_tokens", "output (tokens)"),
+    ("accept_len", "server accept len (tokens/round)"),
+    ("server_gen_tok_s", "server gen throughput (tok/s)"),
+)
+COLUMNS = ("mean", "p50", "p90", "p99")
+
+
+def print_summary(summary: dict, run_file: str, console: Console | None = None) -> None:
+    console = console or Console()
+    for g in summary["suites"]:
+        console.print(_table(g))
+        console.print(_footer(g), highlight=False)
+    if summary.get("interrupted"):
+        console.print("[yellow]interrupted: the summary covers the requests that finished[/yellow]")
+    console.print(f"run file: {run_file}", highlight=False)
+
+
+def _table(g: dict) -> Table:
+    level = f"rate {g['rate']:g} req/s" if g.get("rate") else f"concurrency {g['concurrency']}"
+    title = f"{g['name']} — {level} — {g['requests_ok']} ok, {g['requests_failed']} failed"
+    t = Table(title=title, title_justify="left")
+    t.add_column("metric (unit)")
+    for c in (*COLUMNS, "n"):
+        t.add_column(c, justify="right")
+    for key, label in ROWS:
+        d = g.get(key)
+        if d and d.get("n"):
+            source = f" [{d['source']}]" if d.get("source") else ""
+            t.add_row(label + source, *(_fmt(d[c]) for c in COLUMNS), str(d["n"]))
+    return t
+
+
+def _footer(g: dict) -> str:
+    parts = []
+    if g.get("output_tok_s") is not None:
+        parts.append(f"output, all streams: {g['output_tok_s']:.1f} tok/s")
+    if g.get("tokens_per_chunk") is not None:
+        parts.append(f"tokens per chunk: {g['tokens_per_chunk']:.2f}")
+    if g.get("token_count_source"):
+        parts.append(f"tokens counted by: {', '.join(g['token_count_source'])}")
+    if g.get("errors"):
+        parts.append("failures: " + ", ".join(f"{k} {v}" for k, v in g["errors"].items()))
+    return "  " + "; ".join(parts)
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"

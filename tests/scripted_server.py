@@ -1,0 +1,208 @@
+"""A real OpenAI-compatible SSE server that misbehaves on purpose, for tests and benchmarks.
+
+Run: python tests/scripted_server.py --port P [--interval-ms 20 --tokens 64 --log F --send-log F]
+
+Each request's behaviour comes from its "model" field, "k=v,k=v" (unknown model names
+take the defaults), so one server process serves every fault test:
+  tokens=N        text chunks to stream                      (--tokens)
+  interval_ms=X   gap between text chunks, absolute schedule  (--interval-ms)
+  tpc=K           tokens per chunk, as speculative decoding emits them (usage counts K each)
+  reasoning=N     the first N chat chunks are reasoning_content, not content
+  usage=0         ignore stream_options.include_usage
+  done=0          no [DONE] line (transformers serve sends none)
+  fault=NAME      http (with code=NNN), drop, malformed, stall, error_event, no_tokens
+  every=K         the fault hits every K-th request of this model name (default 1: all)
+  after=N         mid-stream faults strike after N text chunks (default 3)
+Every text chunk carries "t_ns", the server's perf_counter_ns just before the write (the
+same CLOCK_MONOTONIC the client reads), so a benchmark can compare gaps exactly.
+--log writes SGLang-style "Decode batch" lines; GET /metrics serves vLLM-style counters.
+"""
+
+import argparse
+import asyncio
+import collections
+import json
+import time
+import uuid
+
+from aiohttp import web
+
+
+class Scripted:
+    def __init__(self, args):
+        self.args = args
+        self.count = collections.Counter()  # requests seen per model string
+        self.gen_tokens = 0  # counters behind /metrics and the log lines
+        self.drafts = 0
+        self.accepted = 0
+        self.running = 0
+        self.rounds_since_log = 0
+        self.tokens_since_log = 0
+        self.last_log = time.monotonic()
+        self.log = open(args.log, "a", buffering=1) if args.log else None
+        self.send_log = open(args.send_log, "a", buffering=1) if args.send_log else None
+
+    def params(self, model: str) -> dict:
+        a = self.args
+        p = {"tokens": a.tokens, "interval_ms": a.interval_ms, "tpc": a.tpc, "every": 1, "after": 3, "code": 500}
+        p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None})
+        for part in model.split(","):
+            k, sep, v = part.partition("=")
+            if sep and k in p:
+                p[k] = v if k == "fault" else float(v) if k == "interval_ms" else int(v)
+        self.count[model] += 1
+        if p["fault"] and self.count[model] % p["every"] != 0:
+            p["fault"] = None
+        return p
+
+    def round_done(self, tpc: int) -> None:
+        # one text chunk = one decode round that produced tpc tokens (tpc - 1 accepted drafts + 1 bonus)
+        self.gen_tokens += tpc
+        self.drafts += 1
+        self.accepted += tpc - 1
+        self.rounds_since_log += 1
+        self.tokens_since_log += tpc
+        if self.log and self.rounds_since_log >= self.args.log_every:
+            self.write_log_line(tpc)
+
+    def write_log_line(self, tpc: int) -> None:
+        now = time.monotonic()
+        gen = self.tokens_since_log / max(now - self.last_log, 1e-9)
+        accept_len = self.tokens_since_log / self.rounds_since_log
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self.log.write(
+            f"[{stamp}] Decode batch, #running-req: {self.running}, #token: {self.gen_tokens}, token usage: 0.00, "
+            f"accept len: {accept_len:.2f}, accept rate: {(accept_len - 1) / self.args.draft_steps:.2f}, "
+            f"cuda graph: False, gen throughput (token/s): {gen:.2f}, #queue-req: 0\n"
+        )
+        self.rounds_since_log = self.tokens_since_log = 0
+        self.last_log = now
+
+    def metrics_text(self) -> str:
+        k = self.args.draft_steps
+        rows = [
+            ("vllm:generation_tokens_total", "counter", self.gen_tokens),
+            ("vllm:spec_decode_num_drafts_total", "counter", self.drafts),
+            ("vllm:spec_decode_num_draft_tokens_total", "counter", self.drafts * k),
+            ("vllm:spec_decode_num_accepted_tokens_total", "counter", self.accepted),
+            ("vllm:num_requests_running", "gauge", self.running),
+        ]
+        out = []
+        for name, kind, value in rows:
+            base = name.removesuffix("_total") if kind == "counter" else name
+            out += [f"# HELP {base} scripted", f"# TYPE {base} {kind}", f'{name}{{model_name="scripted"}} {value}']
+        return "\n".join(out) + "\n"
+
+
+def chunk(api: str, rid: str, text: str | None, kind: str = "content", finish=None, **extra) -> dict:
+    if api == "chat":
+        delta = {kind: text} if text is not None else {}
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        obj = "chat.completion.chunk"
+    else:
+        choice = {"index": 0, "text": text or "", "finish_reason": finish}
+        obj = "text_completion"
+    return {"id": rid, "object": obj, "model": "scripted", "choices": [choice], **extra}
+
+
+async def stream(request: web.Request, api: str) -> web.StreamResponse:
+    s: Scripted = request.app["scripted"]
+    body = await request.json()
+    p = s.params(str(body.get("model", "")))
+    if p["fault"] == "http":
+        return web.json_response({"error": {"message": "scripted failure", "code": p["code"]}}, status=p["code"])
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    s.running += 1
+    try:
+        await emit(request, resp, s, p, api, body)
+    finally:
+        s.running -= 1
+    return resp
+
+
+async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> None:
+    rid = f"scripted-{uuid.uuid4().hex[:12]}"
+
+    async def send(obj) -> None:
+        await resp.write(b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n")
+
+    if api == "chat":
+        role = {"index": 0, "delta": {"role": "assistant"}}  # a role-only chunk is not a token
+        await send({"id": rid, "object": "chat.completion.chunk", "model": "scripted", "choices": [role]})
+    n = 0 if p["fault"] == "no_tokens" else p["tokens"]
+    sent_ns, t0 = [], time.monotonic()
+    for i in range(n):
+        await asyncio.sleep(max(0.0, t0 + (i + 1) * p["interval_ms"] / 1e3 - time.monotonic()))
+        if i == p["after"] and await fault_strikes(request, resp, p, send):
+            return
+        kind = "reasoning_content" if i < p["reasoning"] else "content"
+        t_ns = time.perf_counter_ns()
+        await send(chunk(api, rid, f"t{i} ", kind, t_ns=t_ns))
+        sent_ns.append(t_ns)
+        s.round_done(p["tpc"])
+        if i % 4 == 0:
+            await resp.write(b": keep-alive\n\n")  # SSE comment: clients must skip it
+    await send(chunk(api, rid, None, finish="length"))
+    if p["usage"] and (body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": 7, "completion_tokens": n * p["tpc"], "total_tokens": 7 + n * p["tpc"]}
+        await send({"id": rid, "object": "chunk", "model": "scripted", "choices": [], "usage": usage})
+    if p["done"]:
+        await send(b"[DONE]")
+    if s.send_log:
+        s.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns}) + "\n")
+
+
+async def fault_strikes(request, resp, p: dict, send) -> bool:
+    fault = p["fault"]
+    if fault == "drop":
+        request.transport.close()  # abrupt: the chunked body never completes
+        return True
+    if fault == "malformed":
+        await send(b'{"choices": [{"delta": {"content": "unterminated')
+        return True
+    if fault == "error_event":
+        await send({"error": {"message": "scripted mid-stream error", "code": 500}})
+        return True
+    if fault == "stall":
+        await asyncio.sleep(3600)
+    return False
+
+
+async def models(request: web.Request) -> web.Response:
+    return web.json_response({"object": "list", "data": [{"id": request.app["args"].model_id, "object": "model"}]})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    return web.Response(text=request.app["scripted"].metrics_text(), content_type="text/plain")
+
+
+def make_app(args) -> web.Application:
+    app = web.Application()
+    app["args"], app["scripted"] = args, Scripted(args)
+    app.router.add_post("/v1/chat/completions", lambda r: stream(r, "chat"))
+    app.router.add_post("/v1/completions", lambda r: stream(r, "completions"))
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/health", lambda r: web.json_response({"status": "ok"}))
+    return app
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="scripted OpenAI-compatible SSE server")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--tokens", type=int, default=16)
+    ap.add_argument("--interval-ms", type=float, default=2.0)
+    ap.add_argument("--tpc", type=int, default=1, help="tokens per chunk")
+    ap.add_argument("--draft-steps", type=int, default=3)
+    ap.add_argument("--model-id", default="scripted")
+    ap.add_argument("--log", help="append SGLang-style Decode batch lines here")
+    ap.add_argument("--log-every", type=int, default=8, help="decode rounds per log line")
+    ap.add_argument("--send-log", help="append each response's text-chunk send times (perf_counter_ns) here")
+    return ap.parse_args(argv)
+
+
+if __name__ == "__main__":
+    a = parse_args()
+    web.run_app(make_app(a), host=a.host, port=a.port, print=lambda *_: print("ready", flush=True))
