@@ -5,6 +5,7 @@ GPUs: how a tensor splits under tensor parallelism is only *named* here (`shard`
 applied in decodescope.model."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 from math import prod
 
 # How tensor parallelism splits a tensor:
@@ -258,6 +259,11 @@ class MoE:
         return ts
 
 
+@lru_cache(maxsize=256)
+def _layer_tensors(layer: "Layer") -> tuple[Tensor, ...]:
+    return tuple((layer.mixer.tensors() if layer.mixer else []) + (layer.mlp.tensors() if layer.mlp else []))
+
+
 Mixer = Attention | MLA | GatedDeltaNet | Mamba2
 MLP = DenseMLP | MoE
 
@@ -269,7 +275,7 @@ class Layer:
     mlp: MLP | None
 
     def tensors(self) -> list[Tensor]:
-        return (self.mixer.tensors() if self.mixer else []) + (self.mlp.tensors() if self.mlp else [])
+        return list(_layer_tensors(self))
 
     @property
     def kernels(self) -> int:

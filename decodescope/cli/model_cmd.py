@@ -1,0 +1,59 @@
+"""`decodescope model`: the decode round of a deployment, its ceiling and its levers."""
+
+import json
+
+import click
+
+from decodescope.arch import load_arch, presets
+from decodescope.errors import DecodescopeError
+
+
+@click.command()
+@click.argument("model", required=False)
+@click.option("--gpu", help="GPU id or alias (see `decodescope gpus`)")
+@click.option("--gpus", type=int, help="GPUs of one replica [default: tp x pp]")
+@click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel size")
+@click.option("--pp", type=int, default=1, show_default=True, help="pipeline (layer-split) stages")
+@click.option("--ep", type=int, default=1, show_default=True, help="expert-parallel size (divides tp)")
+@click.option("--weights", help="bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 bpw:X "
+                                "[default: as the config]")
+@click.option("--kv", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype [default: as the config, else bf16]")
+@click.option("--batch", type=int, default=1, show_default=True, help="requests decoding together")
+@click.option("--context", type=int, default=1024, show_default=True, help="tokens in each request's KV cache")
+@click.option("--spec", default="none", show_default=True, help="none | mtp:K | eagle:K | draft:K | ngram:K")
+@click.option("--accept", type=float, help="accept_len: mean tokens per round incl. the bonus token")
+@click.option("--draft", "draft_model", help="draft model (draft:K) or EAGLE head config (eagle:K)")
+@click.option("--engine", default="generic", show_default=True,
+              help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
+@click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
+                             "[default: the GPU's usual one]")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+@click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
+def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
+          as_json, list_presets):
+    """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
+    if list_presets:
+        for name, p in presets().items():
+            click.echo(f"{name:28s} {p['file']}")
+        return
+    if not model or not gpu:
+        raise click.UsageError("MODEL and --gpu are required (e.g. decodescope model llama-3.1-8b --gpu h100-sxm)")
+    from decodescope.model import make_deployment, predict
+    arch = load_arch(model)
+    d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
+                        context=context, spec=spec, accept=accept, engine=engine, link=link,
+                        draft=load_arch(draft_model) if draft_model else None)
+    p = predict(arch, d, with_levers=True)
+    if as_json:
+        click.echo(json.dumps(p.to_dict(), indent=1))
+    else:
+        from decodescope.report.terminal import print_prediction
+        print_prediction(p)
+    m = p.memory
+    if not m.fits:
+        raise DecodescopeError(
+            f"does not fit: {m.total_bytes / 1e9:.1f} GB per GPU needed (weights {m.weights_bytes / 1e9:.1f} GB, "
+            f"KV {m.kv_cache_bytes / 1e9:.1f} GB, state {m.state_bytes / 1e9:.1f} GB), "
+            f"{m.usable_bytes / 1e9:.1f} GB usable of {m.capacity_bytes / 1e9:.0f} GB",
+            f"at most {m.max_batch} requests of this context fit; or add GPUs (--tp), "
+            "or use smaller weights (--weights fp8 / int4-g128) or --kv fp8")

@@ -1,0 +1,36 @@
+"""model: one decode round of a deployment, from first principles."""
+
+from decodescope.arch import Arch
+from decodescope.errors import DecodescopeError
+from decodescope.hardware import get_gpu, get_interconnect
+from decodescope.model.deployment import Deployment, Spec, parse_spec
+from decodescope.model.engines import get_engine
+from decodescope.model.formats import WeightFormat, config_format, parse_format
+from decodescope.model.predict import Prediction, predict
+
+
+def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int = 1, gpus: int | None = None,
+                    weights: str | None = None, kv: str | None = None, batch: int = 1, context: int = 1024,
+                    spec: str = "none", accept: float | None = None, draft: Arch | None = None,
+                    engine: str = "generic", link: str | None = None) -> Deployment:
+    """A Deployment from command-line style values; defaults as `decodescope model`."""
+    if gpus is not None and gpus != tp * pp:
+        raise DecodescopeError(f"--gpus {gpus} is not --tp {tp} x --pp {pp}",
+                               "set --tp / --pp so that their product is the GPU count of one replica "
+                               "(data-parallel replicas do not change per-user speed)")
+    g = get_gpu(gpu)
+    fmt = parse_format(weights, arch) if weights else config_format(arch)
+    kv_dtype = kv or _config_kv(arch)
+    link_id = link or ("none" if tp * pp == 1 else g.link)
+    return Deployment(gpu=g, link=get_interconnect(link_id), weights=fmt, engine=get_engine(engine),
+                      tp=tp, pp=pp, ep=ep, kv_dtype=kv_dtype, batch=batch, context=context,
+                      spec=parse_spec(spec, accept), draft=draft)
+
+
+def _config_kv(arch: Arch) -> str:
+    scheme = (arch.quantization or {}).get("kv_cache_scheme") or {}
+    return "fp8" if scheme.get("num_bits") == 8 and scheme.get("type") == "float" else "bf16"
+
+
+__all__ = ["Deployment", "Spec", "WeightFormat", "Prediction", "predict", "make_deployment",
+           "parse_format", "config_format", "parse_spec", "get_engine"]

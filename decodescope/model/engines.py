@@ -1,0 +1,45 @@
+"""Engine profiles: how close a serving engine gets to the hardware, and what it costs
+per forward pass. Data in engines.toml, each number with its source or fit."""
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from decodescope.errors import DecodescopeError
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    id: str
+    description: str
+    bw_efficiency: float  # achieved / datasheet memory bandwidth on decode weight streams
+    flops_efficiency: float  # achieved / datasheet tensor FLOP/s on compute-bound GEMMs
+    kernel_floor_us: float  # time every kernel costs whatever its bytes (launch, ramp, tail)
+    host_ms_per_pass: float  # CPU work per forward pass not hidden behind the GPU (schedule, sample)
+    host_ms_per_draft_step: float  # the same per speculative draft step
+    allreduce_latency_scale: float  # engine's small-allreduce latency / the link's typical alpha
+    # achieved bandwidth of a format's kernels relative to bf16 ("int4" covers int4-gN)
+    format_efficiency: dict[str, float] = field(default_factory=dict)
+    # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
+    memory_efficiency: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+    def bw_eff(self, fmt: str, memory_type: str) -> float:
+        family = "int4" if fmt.startswith("int4") else fmt
+        base = self.memory_efficiency.get(memory_type, self.bw_efficiency)
+        return base * self.format_efficiency.get(family, 1.0)
+
+
+@cache
+def engines() -> dict[str, EngineProfile]:
+    with open(Path(__file__).with_name("engines.toml"), "rb") as f:
+        data = tomllib.load(f)["engine"]
+    return {k: EngineProfile(id=k, **v) for k, v in data.items()}
+
+
+def get_engine(name: str) -> EngineProfile:
+    key = name.strip().lower()
+    if key not in engines():
+        raise DecodescopeError(f"unknown engine '{name}'", f"use one of: {' '.join(engines())}")
+    return engines()[key]

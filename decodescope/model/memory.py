@@ -1,0 +1,82 @@
+"""Does the deployment fit in GPU memory? Weights held (all experts, not only the
+touched ones), KV cache for batch x context, recurrent state slots."""
+
+from dataclasses import dataclass
+
+from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Mamba2
+from decodescope.model.deployment import Deployment
+from decodescope.model.ops import tensor_params_gpu
+
+# Fraction of device memory an engine gives to weights + caches (vLLM
+# gpu_memory_utilization default 0.9; the rest: CUDA context, activations, graphs).
+USABLE_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    weights_bytes: float  # per GPU, the largest pipeline stage, MTP / draft weights included
+    kv_cache_bytes: float  # per GPU, batch x (context + verify tokens)
+    state_bytes: float  # per GPU, recurrent-state slots (one per verify token + 1 under speculation)
+    total_bytes: float
+    usable_bytes: float  # USABLE_FRACTION of the device memory
+    capacity_bytes: float
+    fits: bool
+    max_batch: int  # requests of this context that fit beside the weights
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def stage_layers(arch: Arch, d: Deployment) -> list[list]:
+    n = len(arch.layers)
+    bounds = [round(i * n / d.pp) for i in range(d.pp + 1)]
+    return [arch.layers[bounds[i]:bounds[i + 1]] for i in range(d.pp)]
+
+
+def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
+    return sum(tensor_params_gpu(t, d) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
+
+
+def weights_held_per_stage(arch: Arch, d: Deployment) -> list[float]:
+    stages = [_bytes_held([t for layer in s for t in layer.tensors()], d) for s in stage_layers(arch, d)]
+    stages[0] += _bytes_held([arch.embedding], d)
+    tail = [arch.final_norm] + ([] if arch.tie_word_embeddings else [arch.lm_head])
+    stages[-1] += _bytes_held(tail, d)
+    if d.spec.method == "mtp":
+        stages[-1] += sum(_bytes_held(m.tensors(), d, mtp=True) for m in arch.mtp)
+    if d.draft is not None:
+        stages[-1] += _bytes_held([t for layer in d.draft.layers for t in layer.tensors()]
+                                  + [d.draft.embedding, d.draft.lm_head], d)
+    return stages
+
+
+def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
+    """(KV bytes, state bytes) one request holds on one GPU for these layers."""
+    tokens = d.context + d.spec.tokens_per_verify
+    slots = 1 + (d.spec.tokens_per_verify if d.spec.k else 0)
+    kv = state = 0.0
+    for layer in layers:
+        m = layer.mixer
+        if isinstance(m, Attention):
+            ctx = min(tokens, m.sliding_window) if m.sliding_window else tokens
+            kv += ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
+        elif isinstance(m, MLA):
+            kv += tokens * m.kv_bytes_per_token(1, d.kv_bytes)
+        elif isinstance(m, (GatedDeltaNet, Mamba2)):
+            state += slots * m.state_bytes(d.tp)
+    return kv, state
+
+
+def memory_fit(arch: Arch, d: Deployment) -> MemoryFit:
+    """The memory check of the largest stage."""
+    stages = stage_layers(arch, d)
+    held = weights_held_per_stage(arch, d)
+    per_req = [per_request_cache(arch, d, s) for s in stages]
+    i = max(range(d.pp), key=lambda j: held[j] + d.batch * sum(per_req[j]))
+    kv, state = (d.batch * x for x in per_req[i])
+    usable = d.gpu.memory_bytes * USABLE_FRACTION
+    room = usable - held[i]
+    one = sum(per_req[i])
+    max_batch = int(room // one) if one > 0 and room > 0 else (0 if room <= 0 else 1 << 20)
+    total = held[i] + kv + state
+    return MemoryFit(held[i], kv, state, total, usable, d.gpu.memory_bytes, total <= usable, max_batch)

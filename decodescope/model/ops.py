@@ -1,0 +1,166 @@
+"""The operators of one forward pass on one GPU: bytes moved and FLOPs done, then time
+by a roofline per operator — max(bytes / bandwidth, FLOPs / peak) — plus the fixed
+costs that do not scale with bytes (kernel floors, allreduce latency)."""
+
+from collections import Counter
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
+from decodescope.model.deployment import Deployment
+from decodescope.model.formats import WeightFormat
+
+ACT_BYTES = 2  # bf16 activations on the wire
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The hardware figures one estimate uses: datasheet ones for the ceiling,
+    achievable ones (engine profile or calibration) for the expected value."""
+    bw: float  # bytes/s of a bf16 weight stream
+    bw_by_format: dict  # format name -> bytes/s of its kernels
+    flops: dict  # dtype -> FLOP/s
+    kernel_floor_s: float  # fixed time per kernel
+    allreduce_alpha_s: float
+    link_bw: float  # bytes/s per direction between two GPUs of the group
+
+
+@dataclass(frozen=True)
+class Op:
+    component: str  # weights | kv_cache | state | allreduce | kernels
+    name: str
+    bytes: float
+    flops: float
+    time_s: float
+    bound: str  # memory | compute | comm | fixed
+
+
+def expected_experts(num_experts: int, top_k: int, tokens: int) -> float:
+    """Distinct experts that `tokens` tokens touch, each picking top_k of E uniformly:
+    E * (1 - (1 - k/E)^tokens). Not all E, and not top_k once tokens > 1."""
+    return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
+
+
+def _roofline(component, name, nbytes, flops, bw, peak) -> Op:
+    t_mem, t_comp = nbytes / bw, flops / peak if flops else 0.0
+    return Op(component, name, nbytes, flops, max(t_mem, t_comp), "compute" if t_comp > t_mem else "memory")
+
+
+def tensor_params_gpu(t: Tensor, d: Deployment, touched_experts: float | None = None) -> float:
+    """Parameters of `t` one GPU holds (touched_experts=None) or reads in one pass."""
+    per = t.params // t.experts
+    if t.experts > 1:
+        experts = t.experts if touched_experts is None else touched_experts
+        return experts / d.ep * per / (d.moe_tp if t.shard in ("col", "row") else 1)
+    if t.shard in ("col", "row", "vocab"):
+        return per / d.tp
+    if t.shard == "kv":
+        return per / t.kv_heads * max(1, t.kv_heads // d.tp)
+    return per  # rep
+
+
+def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int,
+               r: Rates, mtp: bool = False) -> list[Op]:
+    """One op per weight tensor; tokens = batch * tokens per request in this pass."""
+    ops = []
+    touched = expected_experts(moe.num_experts, moe.num_experts_per_tok, tokens) if moe else None
+    for t in layer_tensors:
+        bits = fmt.tensor_bits(t, mtp)
+        params = tensor_params_gpu(t, d, touched)
+        flops = 0.0
+        if t.linear:
+            # each token runs through top_k experts, split over ep ranks and moe_tp slices
+            per_token = (t.params // t.experts * moe.num_experts_per_tok / d.ep / d.moe_tp
+                         if t.experts > 1 else params)
+            flops = 2 * per_token * tokens
+        quantised = t.linear and bits < 16
+        bw = r.bw_by_format.get(fmt.name, r.bw) if quantised else r.bw
+        peak = r.flops[fmt.compute if quantised else "bf16"]
+        ops.append(_roofline("weights", t.name, params * bits / 8, flops, bw, peak))
+    return ops
+
+
+def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
+    """Read each request's KV cache once per pass; every query token attends to it."""
+    window = getattr(mixer, "sliding_window", None)
+    context = min(d.context + tokens_per_req, window) if window else d.context + tokens_per_req
+    if isinstance(mixer, MLA):
+        kv_heads = 1  # one latent per token, replicated on every TP rank
+    else:
+        kv_heads = max(1, mixer.num_key_value_heads // d.tp)
+    nbytes = batch * context * mixer.kv_bytes_per_token(kv_heads, d.kv_bytes)
+    flops = batch * tokens_per_req * mixer.attention_flops_per_token(mixer.num_attention_heads / d.tp, context)
+    return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
+
+
+def state_op(mixer: GatedDeltaNet | Mamba2, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
+    """Recurrent state: read once, written after each token of the pass (a verify pass
+    keeps every intermediate state so that rejected draft tokens can be rolled back)."""
+    per_req = mixer.state_bytes(d.tp)
+    nbytes = batch * per_req * (1 + tokens_per_req)
+    flops = 4 * batch * tokens_per_req * per_req / mixer.state_dtype_bytes  # ~4 FLOP per state element
+    return _roofline("state", "recurrent state", nbytes, flops, r.bw, r.flops["bf16"])
+
+
+def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
+    """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth."""
+    t = r.allreduce_alpha_s + 2 * (n - 1) / n * msg_bytes / r.link_bw
+    return Op("allreduce", name, msg_bytes, 0.0, t, "comm")
+
+
+@lru_cache(maxsize=64)
+def unique_layers(layers: tuple[Layer, ...]) -> tuple[tuple[Layer, int], ...]:
+    """Identical layers (most of a model) are timed once and counted."""
+    return tuple(Counter(layers).items())
+
+
+def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
+                 r: Rates) -> list[Op]:
+    """layer_ops of every layer, identical layers timed once and scaled by their count."""
+    out = []
+    for layer, n in unique_layers(layers):
+        out += [replace(op, bytes=op.bytes * n, flops=op.flops * n, time_s=op.time_s * n)
+                for op in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
+    return out
+
+
+def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
+              r: Rates, mtp: bool = False) -> list[Op]:
+    tokens = batch * tokens_per_req
+    moe = layer.mlp if isinstance(layer.mlp, MoE) else None
+    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp)
+    if isinstance(layer.mixer, (Attention, MLA)):
+        ops.append(attention_op(layer.mixer, d, batch, tokens_per_req, r))
+    elif isinstance(layer.mixer, (GatedDeltaNet, Mamba2)):
+        ops.append(state_op(layer.mixer, d, batch, tokens_per_req, r))
+    if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
+        msg = tokens * layer_hidden(layer) * ACT_BYTES
+        ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
+                for part in ("mixer", "mlp") if getattr(layer, part) is not None]
+    ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
+    return ops
+
+
+def layer_hidden(layer: Layer) -> int:
+    return (layer.mixer or layer.mlp).hidden_size
+
+
+def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
+             r: Rates, vocab: int | None = None) -> list[Op]:
+    """Final norm + LM head over every token of the pass (+ gathering the vocab-parallel logits)."""
+    tokens = batch * tokens_per_req
+    head = arch.lm_head if vocab is None else Tensor("lm_head", (vocab, arch.hidden_size), "vocab")
+    ops = weight_ops([arch.final_norm, head], None, fmt, d, tokens, r)
+    if d.tp > 1:
+        msg = tokens * head.shape[0] * ACT_BYTES  # the gathered logits
+        t = r.allreduce_alpha_s + (d.tp - 1) / d.tp * msg / r.link_bw
+        ops.append(Op("allreduce", "logits gather", msg, 0.0, t, "comm"))
+    ops.append(Op("kernels", "kernel floors", 0.0, 0.0, 4 * r.kernel_floor_s, "fixed"))  # norm, head, sample
+    return ops
+
+
+def pipeline_ops(arch: Arch, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> list[Op]:
+    """Stages run one after another at decode: (pp-1) hand-offs of the hidden states."""
+    msg = batch * tokens_per_req * arch.hidden_size * ACT_BYTES
+    return [Op("allreduce", "pipeline send", msg, 0.0, r.allreduce_alpha_s + msg / r.link_bw, "comm")
+            for _ in range(d.pp - 1)]

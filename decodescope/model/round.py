@@ -1,0 +1,120 @@
+"""One decode round: k draft steps + one verify pass over k+1 tokens per request
+(one plain pass without speculation), per GPU, as a ceiling and as an expected value."""
+
+from dataclasses import dataclass
+
+from decodescope.arch import Arch, Attention, DenseMLP, Layer, MTPModule, Tensor
+from decodescope.model.deployment import Deployment
+from decodescope.model.ops import Op, Rates, head_ops, layer_ops, pipeline_ops, repeated_ops, weight_ops
+
+COMPONENTS = ("weights", "kv_cache", "state", "allreduce", "kernels", "draft", "host")
+
+
+@dataclass(frozen=True)
+class Component:
+    component: str
+    ms: float  # per round (pipeline stages run in sequence at decode, so their times add)
+    bytes: float  # per round per TP rank, summed over pipeline stages
+    flops: float  # likewise
+
+    def to_dict(self) -> dict:
+        return {"component": self.component, "ms": self.ms, "bytes": self.bytes, "flops": self.flops}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    round_ms: float
+    tok_s: float  # per user: accept_len / round
+    tok_s_total: float  # all batch requests together
+    breakdown: tuple[Component, ...]
+    bound: str  # memory | compute | communication | latency (kernel floors) | host
+
+    def to_dict(self) -> dict:
+        return {"round_ms": self.round_ms, "tok_s": self.tok_s, "tok_s_total": self.tok_s_total,
+                "bound": self.bound, "breakdown": [c.to_dict() for c in self.breakdown]}
+
+    def ms(self, component: str) -> float:
+        return next((c.ms for c in self.breakdown if c.component == component), 0.0)
+
+
+def verify_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
+    """The target model's forward pass over k+1 tokens per request (1 without speculation)."""
+    t = d.spec.tokens_per_verify
+    ops = repeated_ops(arch.layers, d.weights, d, d.batch, t, r)
+    return ops + head_ops(arch, d.weights, d, d.batch, t, r) + pipeline_ops(arch, d, d.batch, t, r)
+
+
+def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
+    """One draft step: one token per request through the draft, then its LM head."""
+    method = d.spec.method
+    if method == "mtp":
+        m = arch.mtp[step % len(arch.mtp)]  # one MTP layer is reused for every step
+        return _module_ops(m, arch, d, r, mtp=True)
+    if method == "eagle":
+        if d.draft is not None:
+            return _draft_model_ops(d.draft, d, r)
+        return _module_ops(eagle_head(arch), arch, d, r, mtp=False)
+    if method == "draft":
+        return _draft_model_ops(d.draft, d, r)
+    return []  # n-gram: lookup on the CPU, no GPU work
+
+
+def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, mtp: bool) -> list[Op]:
+    ops = weight_ops(list(m.extra), None, d.weights, d, d.batch, r, mtp)
+    ops += layer_ops(m.layer, d.weights, d, d.batch, 1, r, mtp)
+    return ops + head_ops(arch, d.weights, d, d.batch, 1, r)
+
+
+def _draft_model_ops(draft: Arch, d: Deployment, r: Rates) -> list[Op]:
+    fmt = d.draft_weights or d.weights
+    return repeated_ops(draft.layers, fmt, d, d.batch, 1, r) + head_ops(draft, fmt, d, d.batch, 1, r)
+
+
+def eagle_head(arch: Arch) -> MTPModule:
+    """Without --draft: an EAGLE-3 style head of the target's shape: one full-attention
+    decoder layer, a dense MLP, an fc fusing 3 hidden states, and the target's LM head."""
+    attn = next((layer.mixer for layer in arch.layers if isinstance(layer.mixer, Attention)), None)
+    h = arch.hidden_size
+    if attn is None or attn.sliding_window:
+        heads = max(1, h // 128)
+        attn = Attention(h, heads, max(1, heads // 8), 128)
+    inter = next((layer.mlp.intermediate_size for layer in arch.layers if isinstance(layer.mlp, DenseMLP)), 3 * h)
+    return MTPModule(Layer("attention", attn, DenseMLP(h, inter)),
+                     (Tensor("fc", (h, 3 * h), "rep"), Tensor("norm", (h,), "rep", linear=False)))
+
+
+def sum_ops(ops: list[Op]) -> dict[str, Component]:
+    out: dict[str, list[float]] = {}
+    for op in ops:
+        acc = out.setdefault(op.component, [0.0, 0.0, 0.0])
+        acc[0] += op.time_s * 1e3
+        acc[1] += op.bytes
+        acc[2] += op.flops
+    return {k: Component(k, *v) for k, v in out.items()}
+
+
+def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft: float) -> Estimate:
+    """Time one round from its ops; PP stages run in sequence, so per-GPU bytes add up
+    over all stages for the time while each GPU holds only its own stage."""
+    verify = verify_ops(arch, d, r)
+    drafts = [op for s in range(d.spec.k) for op in draft_step_ops(arch, d, r, s)]
+    parts = sum_ops(verify)
+    if drafts:
+        dsum = sum_ops(drafts).values()
+        parts["draft"] = Component("draft", sum(c.ms for c in dsum), sum(c.bytes for c in dsum),
+                                   sum(c.flops for c in dsum))
+    host = host_ms + d.spec.k * host_ms_draft
+    if host:
+        parts["host"] = Component("host", host, 0.0, 0.0)
+    breakdown = tuple(parts[c] for c in COMPONENTS if c in parts)
+    round_ms = sum(c.ms for c in breakdown)
+    tok_s = d.spec.accept_len / (round_ms / 1e3)
+    return Estimate(round_ms, tok_s, tok_s * d.batch, breakdown, _bound(verify + drafts, host))
+
+
+def _bound(ops: list[Op], host_ms: float) -> str:
+    t = {"memory": 0.0, "compute": 0.0, "communication": 0.0, "latency": 0.0, "host": host_ms / 1e3}
+    for op in ops:
+        key = {"comm": "communication", "fixed": "latency"}.get(op.bound, op.bound)
+        t[key] += op.time_s
+    return max(t, key=t.get)

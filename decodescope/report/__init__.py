@@ -1,0 +1,1 @@
+"""report: the same numbers in the terminal, JSON, markdown and HTML."""
