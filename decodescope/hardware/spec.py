@@ -1,0 +1,50 @@
+"""What decodescope knows about one accelerator and the links between accelerators.
+
+Every number carries its source: a datasheet URL with a quote, or "measured by calibrate".
+Units are SI in the names (GB = 1e9 bytes)."""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GPU:
+    id: str  # stable id, e.g. "h100-sxm"
+    name: str  # marketing name, e.g. "NVIDIA H100 SXM5 80GB"
+    vendor: str  # "nvidia" | "amd" | "apple"
+    aliases: tuple[str, ...]  # lower-case alternative names, e.g. ("h100", "h100-sxm5")
+    memory_bytes: float  # usable device memory (unified memory for Apple / GB10)
+    memory_bw_bytes_s: float  # datasheet peak memory bandwidth
+    flops: dict[str, float]  # dense (no 2:4 sparsity) tensor FLOP/s by dtype: bf16, fp16, fp8, int8, fp4
+    link: str  # default GPU<->GPU link class, a key of INTERCONNECTS ("nvlink", "pcie", ...)
+    link_bw_bytes_s: float  # GPU<->GPU bandwidth per direction on that link (0 when single-device only)
+    pcie_gen: int  # host link generation (0 = none, e.g. Apple)
+    pcie_lanes: int
+    memory_type: str = ""  # "hbm" | "gddr" | "lpddr" (unified): engines' kernels reach different fractions
+    sources: dict[str, str] = field(default_factory=dict)  # field name -> "URL: 'quote'" or "measured by calibrate"
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense tensor FLOP/s for `dtype`; falls back to the next wider dtype the part has
+        (a GPU without fp8 runs fp8 weights as bf16 math, as Ampere does with W8A16)."""
+        for d in _WIDER.get(dtype, (dtype,)):
+            if self.flops.get(d):
+                return self.flops[d]
+        raise KeyError(f"{self.id} has no tensor FLOP/s for {dtype}")
+
+
+# which dtype's math units run a given dtype's work when the part lacks it
+_WIDER = {
+    "fp4": ("fp4", "fp8", "bf16", "fp16"),
+    "fp8": ("fp8", "bf16", "fp16"),
+    "int8": ("int8", "bf16", "fp16"),
+    "bf16": ("bf16", "fp16"),
+    "fp16": ("fp16", "bf16"),
+}
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    id: str  # "nvlink", "nvswitch", "pcie-switch", "pcie", "pcie-sys", "xgmi", "network", "none"
+    description: str
+    allreduce_latency_s: float  # alpha: fixed cost of one small allreduce between GPUs on this link
+    bw_efficiency: float  # achievable fraction of the link's per-direction bandwidth in an allreduce
+    source: str
