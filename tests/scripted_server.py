@@ -13,6 +13,7 @@ take the defaults), so one server process serves every fault test:
   fault=NAME      http (with code=NNN), drop, malformed, stall, error_event, no_tokens
   every=K         the fault hits every K-th request of this model name (default 1: all)
   after=N         mid-stream faults strike after N text chunks (default 3)
+  key=SECRET      answer 401 unless the request carries "Authorization: Bearer SECRET"
 Every text chunk carries "t_ns", the server's perf_counter_ns just before the write (the
 same CLOCK_MONOTONIC the client reads), so a benchmark can compare gaps exactly.
 --log writes SGLang-style "Decode batch" lines; GET /metrics serves vLLM-style counters.
@@ -45,11 +46,11 @@ class Scripted:
     def params(self, model: str) -> dict:
         a = self.args
         p = {"tokens": a.tokens, "interval_ms": a.interval_ms, "tpc": a.tpc, "every": 1, "after": 3, "code": 500}
-        p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None})
+        p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None, "key": None})
         for part in model.split(","):
             k, sep, v = part.partition("=")
             if sep and k in p:
-                p[k] = v if k == "fault" else float(v) if k == "interval_ms" else int(v)
+                p[k] = v if k in ("fault", "key") else float(v) if k == "interval_ms" else int(v)
         self.count[model] += 1
         if p["fault"] and self.count[model] % p["every"] != 0:
             p["fault"] = None
@@ -109,6 +110,8 @@ async def stream(request: web.Request, api: str) -> web.StreamResponse:
     s: Scripted = request.app["scripted"]
     body = await request.json()
     p = s.params(str(body.get("model", "")))
+    if p["key"] and request.headers.get("Authorization") != f"Bearer {p['key']}":
+        return web.json_response({"error": {"message": "bad API key", "code": 401}}, status=401)
     if p["fault"] == "http":
         return web.json_response({"error": {"message": "scripted failure", "code": p["code"]}}, status=p["code"])
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})

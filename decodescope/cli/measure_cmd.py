@@ -41,7 +41,7 @@ def _numbers(kind):
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Requests first, not counted.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True, help="s of silence before a request fails.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
-@click.option("--server-log", type=click.Path(dir_okay=False), help="Tail this server log during the run.")
+@click.option("--server-log", type=click.Path(exists=True, dir_okay=False), help="Tail this server log during the run.")
 @click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
 @click.option("--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes.")
 @click.option("--tokenizer", type=click.Path(exists=True), help="Local tokenizer folder, to count tokens when the server sends no usage.")
@@ -74,8 +74,10 @@ def measure(**opts):
     writer = RunWriter(out_path, _header(opts, root, model, loaded))
     try:
         outcome = _run(plan, writer, tokenizer, opts["as_json"])
-    finally:
-        writer.close()
+    except BaseException:
+        writer.discard_if_empty()
+        raise
+    writer.close()
     _report(outcome, out_path, opts["as_json"])
     if outcome.interrupted:
         sys.exit(130)

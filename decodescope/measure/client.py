@@ -170,7 +170,7 @@ async def send_request(
     t_end = clock()
     acc.finish()
     tokens = await _count(acc, tokenizer)
-    return _result(job, acc, tokens, status, run_t0_ns, t_end)
+    return build_result(job, acc, tokens, status, run_t0_ns, t_end)
 
 
 async def _count(acc: StreamAccumulator, tokenizer):
@@ -185,7 +185,8 @@ async def _count(acc: StreamAccumulator, tokenizer):
         return count_tokens(*args)
 
 
-def _result(job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: int, t_end_ns: int) -> RequestResult:
+def build_result(job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: int, t_end_ns: int) -> RequestResult:
+    """The record of one request from its finished stream (times in ns from perf_counter_ns)."""
     times = acc.token_times_ns
     t0 = acc.t_start_ns
     span_s = (times[-1] - times[0]) / 1e9 if times else 0.0

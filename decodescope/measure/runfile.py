@@ -33,6 +33,7 @@ class RunWriter:
             raise DecodescopeError(f"{self.path} exists", "pass another --out, or remove the old run file") from e
         except OSError as e:
             raise DecodescopeError(f"cannot write the run file {self.path}: {e}", "pass a writable --out") from e
+        self.lines = 0
         self.write({"type": "header", "schema": SCHEMA, **header})
 
     def write(self, obj: dict) -> None:
@@ -42,12 +43,19 @@ class RunWriter:
             line = json.dumps(_finite(obj), allow_nan=False)
         self._f.write(line + "\n")
         self._f.flush()
+        self.lines += 1
 
     def request(self, r: RequestResult) -> None:
         self.write({"type": "request", **r.to_dict()})
 
     def close(self) -> None:
         self._f.close()
+
+    def discard_if_empty(self) -> None:
+        """Remove a run file that got no further than its header (the run failed to start)."""
+        self.close()
+        if self.lines <= 1:
+            self.path.unlink(missing_ok=True)
 
 
 def _finite(x):

@@ -1,0 +1,152 @@
+"""Shared server fixtures: real servers in their own processes, started once per session.
+
+- scripted_server: tests/scripted_server.py, an OpenAI-compatible SSE server whose
+  faults and timing are chosen per request through the model name;
+- transformers_server: `transformers serve` with a tiny random-weight Llama and a small
+  BPE tokenizer built here (no download), skipped only if transformers is not installed.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTED = ROOT / "tests" / "scripted_server.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{proc.stdout.read().decode(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"{url} did not answer within {timeout_s} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def assert_summary_reproduced(run_file: Path) -> None:
+    """read_run must recompute, from the request and sample lines alone, the summary the run saved."""
+    from decodescope.measure.runfile import read_run
+
+    saved = [json.loads(line) for line in run_file.read_text().splitlines() if '"type": "summary"' in line]
+    assert saved, f"{run_file} has no summary line"
+    recomputed = json.loads(json.dumps(read_run(run_file).summary))
+    assert recomputed == {k: v for k, v in saved[-1].items() if k != "type"}
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str  # root, without /v1
+    model: str
+    log: Path | None = None  # the server log it writes, if any
+
+
+@pytest.fixture(scope="session")
+def scripted_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("scripted") / "server.log"
+    log.touch()
+    port = free_port()
+    cmd = [sys.executable, str(SCRIPTED), "--port", str(port), "--log", str(log), "--log-every", "4"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_http(f"http://127.0.0.1:{port}/health", proc, 30)
+    yield Server(f"http://127.0.0.1:{port}", "scripted", log)
+    stop(proc)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    pytest.importorskip("transformers", reason="transformers is not installed (pip install 'decodescope[serve]')")
+    pytest.importorskip("torch", reason="torch is not installed (transformers serve needs it)")
+    out = tmp_path_factory.mktemp("tiny-llama")
+    _build_tiny_model(out)
+    return out
+
+
+def _build_tiny_model(out: Path) -> None:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    corpus = [line for s in ("repetitive", "code", "prose") for line in (ROOT / f"decodescope/measure/suites/{s}.jsonl").read_text().splitlines()]
+    bpe = Tokenizer(models.BPE(unk_token="<unk>"))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    specials = ["<unk>", "<s>", "</s>"]
+    bpe.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>")
+    tok.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"
+    tok.save_pretrained(out)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(out)
+
+
+@pytest.fixture(scope="session")
+def transformers_server(tiny_model_dir, tmp_path_factory):
+    exe = shutil.which("transformers", path=str(Path(sys.executable).parent)) or shutil.which("transformers")
+    if exe is None:
+        pytest.skip("the transformers CLI is not installed (pip install 'transformers[serving]')")
+    port = free_port()
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [exe, "serve", str(tiny_model_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    wait_http(f"http://127.0.0.1:{port}/health", proc, 120)
+    yield Server(f"http://127.0.0.1:{port}", str(tiny_model_dir))
+    stop(proc)
+
+
+@dataclass(frozen=True)
+class Measured:
+    exit_code: int
+    output: str  # stdout
+    stderr: str
+    exception: BaseException | None  # raised out of the command (not a sys.exit)
+    run_file: Path
+
+    def json(self) -> dict:
+        return json.loads(self.output)
+
+
+@pytest.fixture
+def measure(tmp_path):
+    """Run `decodescope measure URL ARGS --out <tmp>/run.jsonl` in this process."""
+    from decodescope.cli.main import cli
+
+    def run(url: str, *args: str, env: dict | None = None) -> Measured:
+        out = tmp_path / f"run-{len(list(tmp_path.glob('run-*.jsonl')))}.jsonl"
+        r = CliRunner().invoke(cli, ["measure", url, *args, "--out", str(out)], env=env)
+        error = None if isinstance(r.exception, SystemExit) else r.exception  # e.g. a DecodescopeError
+        return Measured(r.exit_code, r.stdout, r.stderr, error, out)
+
+    return run

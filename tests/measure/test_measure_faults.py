@@ -1,0 +1,113 @@
+"""Every fault against a real local server that misbehaves on purpose
+(tests/scripted_server.py, its own process): each bad request is recorded as failed with
+its reason, the run goes on, and every finished request stays in the run file."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from decodescope.errors import DecodescopeError
+from decodescope.measure.runfile import read_run
+from conftest import assert_summary_reproduced, free_port
+
+pytestmark = pytest.mark.server
+
+
+@dataclass
+class TC:
+    name: str
+    model: str  # the scripted server's per-request behaviour
+    error_kind: str
+    says: str  # a piece of the recorded reason
+    extra: tuple = ()
+
+
+FAULTS = [
+    TC("HTTP 5xx with a body", "fault=http,code=500", "http", "HTTP 500: {\"error\": {\"message\": \"scripted failure\""),
+    TC("HTTP 4xx with a body", "fault=http,code=429", "http", "HTTP 429"),
+    TC("stream dropped mid-response", "fault=drop", "dropped", "dropped mid-response"),
+    TC("malformed SSE chunk", "fault=malformed", "malformed", "malformed SSE chunk"),
+    TC("stall past --timeout", "fault=stall,interval_ms=1", "timeout", "no data for 0.5 s", ("--timeout", "0.5")),
+    TC("error event mid-stream", "fault=error_event", "server_error", "scripted mid-stream error"),
+    TC("stream without a token", "fault=no_tokens", "no_tokens", "no text chunk"),
+]
+
+
+@pytest.mark.parametrize("tc", FAULTS, ids=lambda tc: tc.name)
+def test_fault_fails_its_request_and_the_run_goes_on(tc, scripted_server, measure):
+    model = f"{tc.model},every=2,run={tc.error_kind}-{tc.name[:8]}"  # every 2nd request misbehaves
+    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "4", "--warmup", "0", "--json", *tc.extra)
+    assert m.exception is None and m.exit_code == 0, m.stderr
+    (suite,) = m.json()["suites"]
+    assert (suite["requests_ok"], suite["requests_failed"]) == (2, 2)
+    assert suite["errors"] == {tc.error_kind: 2}
+    run = read_run(m.run_file)
+    failed = [r for r in run.requests if not r.ok]
+    assert len(run.requests) == 4 and run.complete
+    assert all(tc.says in r.error for r in failed), failed[0].error
+    assert_summary_reproduced(m.run_file)
+
+
+def test_connection_refused_fails_every_request_and_exits_1(measure, tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    m = measure(url, "--model", "m", "--suite", "code", "--requests", "2", "--warmup", "1", "--json")
+    assert m.exit_code == 1, "a run in which nothing succeeded must not exit 0"
+    assert m.json()["suites"][0]["errors"] == {"connection": 2}
+    run = read_run(m.run_file)
+    assert len(run.requests) == 3 and all(r.error_kind == "connection" for r in run.requests)
+    assert "cannot connect" in run.requests[0].error
+
+
+def test_unreachable_server_without_model_is_a_clear_error(measure):
+    m = measure(f"http://127.0.0.1:{free_port()}", "--json")
+    assert isinstance(m.exception, DecodescopeError) and "--model" in m.exception.fix
+
+
+def test_ctrl_c_stops_cleanly_with_130_and_keeps_finished_requests(scripted_server, tmp_path):
+    out = tmp_path / "run.jsonl"
+    model = "tokens=10,interval_ms=40,run=sigint"  # 0.4 s per request
+    cmd = [sys.executable, "-m", "decodescope", "measure", scripted_server.url, "--model", model, "--suite", "code",
+           "--requests", "30", "--concurrency", "2", "--warmup", "0", "--out", str(out), "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _wait_for_requests(out, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr.decode()
+    printed = json.loads(stdout)
+    assert printed["interrupted"] is True
+    run = read_run(out)
+    assert run.complete, "the summary line must be written on Ctrl-C"
+    kinds = [r.error_kind for r in run.requests]
+    assert kinds.count(None) >= 2 and kinds.count("cancelled") == 2, kinds  # 2 were in flight
+    assert len(run.requests) < 30
+    assert_summary_reproduced(out)
+
+
+def _wait_for_requests(path, n: int, proc, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count('"type": "request"') >= n:
+            return
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    raise AssertionError(f"no {n} finished requests in {path} after {timeout_s} s")
+
+
+def test_api_key_comes_from_the_environment_and_is_never_saved(scripted_server, measure):
+    model = "key=s3cret-value,run=key"  # the server answers 401 without this bearer key
+    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "1", "--json",
+                env={"OPENAI_API_KEY": "s3cret-value"})
+    assert m.json()["requests_ok"] == 1
+    assert "s3cret-value" not in m.run_file.read_text().replace(model, "")
+    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "1", "--json",
+                "--api-key-env", "DS_KEY", env={"DS_KEY": "s3cret-value", "OPENAI_API_KEY": None})
+    assert m.json()["requests_ok"] == 1, "--api-key-env names the variable to read"
+    m = measure(scripted_server.url, "--model", model, "--api-key-env", "DS_UNSET_KEY", env={"DS_UNSET_KEY": None})
+    assert isinstance(m.exception, DecodescopeError) and "DS_UNSET_KEY" in str(m.exception)
+    assert os.environ.get("DS_UNSET_KEY") is None

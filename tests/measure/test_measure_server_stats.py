@@ -1,0 +1,77 @@
+"""The server's own statistics read during a run, from a real server's log and /metrics:
+the scripted server emits 3 tokens per chunk (one decode round of 3-step speculation
+accepting 2 drafts + the bonus), so accept_len is 3 and gen throughput 3 tokens per
+interval per running request."""
+
+import json
+
+import pytest
+
+from conftest import assert_summary_reproduced
+from decodescope.measure.runfile import read_run
+
+pytestmark = pytest.mark.server
+
+MODEL = "tpc=3,tokens=40,interval_ms=5,run=stats"  # 40 rounds of 5 ms: 600 tok/s per stream
+
+
+@pytest.fixture(scope="module")
+def stats_run(scripted_server, tmp_path_factory):
+    from click.testing import CliRunner
+
+    from decodescope.cli.main import cli
+
+    out = tmp_path_factory.mktemp("stats") / "run.jsonl"
+    args = ["measure", scripted_server.url, "--model", MODEL, "--suite", "code", "--suite", "prose",
+            "--requests", "3", "--server-log", str(scripted_server.log),
+            "--metrics-url", scripted_server.url + "/metrics", "--metrics-interval", "0.1", "--out", str(out), "--json"]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout), out
+
+
+def test_each_suite_gets_the_servers_accept_len_from_its_log(stats_run):
+    summary, _ = stats_run
+    for suite in summary["suites"]:
+        assert suite["accept_len"]["source"] == "server_log"
+        assert suite["accept_len"]["mean"] == pytest.approx(3.0)
+        assert suite["server_gen_tok_s"]["mean"] == pytest.approx(600, rel=0.25)
+    assert summary["accept_len"]["mean"] == pytest.approx(3.0)
+
+
+def test_metrics_scrapes_and_log_lines_are_appended_to_the_run_file(stats_run):
+    _, out = stats_run
+    run = read_run(out)
+    kinds = {s["type"] for s in run.samples}
+    assert kinds == {"server_log", "metrics"}
+    metrics = [s for s in run.samples if s["type"] == "metrics" and s["accept_len"] is not None]
+    assert metrics and all(s["accept_len"] == pytest.approx(3.0) for s in metrics), "1 + accepted / drafts"
+    assert all(s["data"]["engine"] == "vllm" for s in metrics)
+
+
+def test_samples_straddling_warmup_or_idle_time_are_left_out(stats_run):
+    summary, out = stats_run
+    run = read_run(out)
+    log_samples = [s for s in run.samples if s["type"] == "server_log"]
+    counted = sum(g["accept_len"]["n"] for g in summary["suites"])
+    assert 0 < counted < len(log_samples), "the warm-up's lines and each suite's first line must not count"
+    assert_summary_reproduced(out)
+
+
+def test_metrics_alone_also_give_accept_len(scripted_server, measure):
+    m = measure(scripted_server.url, "--model", MODEL, "--suite", "code", "--requests", "3", "--json",
+                "--metrics-url", scripted_server.url + "/metrics", "--metrics-interval", "0.1")
+    (suite,) = m.json()["suites"]
+    assert suite["accept_len"]["source"] == "metrics"
+    assert suite["accept_len"]["mean"] == pytest.approx(3.0)
+
+
+def test_a_bad_metrics_url_fails_before_the_run_and_leaves_no_run_file(scripted_server, measure):
+    m = measure(scripted_server.url, "--model", MODEL, "--metrics-url", scripted_server.url + "/nothing")
+    assert m.exception is not None and "cannot scrape" in str(m.exception)
+    assert not m.run_file.exists()
+
+
+def test_a_missing_server_log_fails_before_the_run(scripted_server, measure, tmp_path):
+    m = measure(scripted_server.url, "--model", MODEL, "--server-log", str(tmp_path / "absent.log"))
+    assert m.exit_code == 2 and "absent.log" in m.stderr

@@ -1,0 +1,93 @@
+"""Summary statistics of a run: percentiles, warm-up exclusion, and which server samples
+count as steady state for a suite."""
+
+from dataclasses import dataclass, replace
+
+import pytest
+
+from decodescope.measure.client import RequestResult
+from decodescope.measure.stats import distribution, summarize
+from decodescope.measure.watch import sample
+
+
+@dataclass
+class TC:
+    name: str
+    values: list
+    want: dict
+
+
+DISTRIBUTIONS = [
+    TC("linear interpolation between ranks", [1, 2, 3, 4, 5], {"mean": 3, "p50": 3, "p90": 4.6, "p99": 4.96}),
+    TC("one value is every percentile", [7.5], {"mean": 7.5, "p50": 7.5, "p90": 7.5, "p99": 7.5}),
+    TC("None and NaN are not values", [None, float("nan"), 2, 4], {"n": 2, "mean": 3, "p50": 3}),
+    TC("nothing gives None, not zero", [], {"n": 0, "mean": None, "p50": None, "p99": None}),
+]
+
+
+@pytest.mark.parametrize("tc", DISTRIBUTIONS, ids=lambda tc: tc.name)
+def test_distribution(tc):
+    d = distribution(tc.values)
+    assert {k: d[k] for k in tc.want} == pytest.approx(tc.want)
+
+
+def request(start_s, end_s, ok=True, warmup=False, suite="code", **kw) -> RequestResult:
+    base = dict(
+        suite=suite, prompt_index=0, warmup=warmup, concurrency=1, rate=None, ok=ok,
+        error_kind=None if ok else "http", error=None if ok else "HTTP 500", http_status=200 if ok else 500,
+        start_s=start_s, end_s=end_s, ttft_ms=10.0 if ok else None, itl_ms=(5.0, 5.0) if ok else (),
+        latency_ms=20.0 if ok else None, output_tokens=3 if ok else 0, token_count_source="usage",
+        chunk_tokens=None, decode_tok_s=200.0 if ok else None, output_chars=3, finish_reason="length", response_id=None,
+    )
+    return RequestResult(**(base | kw))
+
+
+def test_warmup_requests_are_recorded_but_not_counted():
+    s = summarize([request(0, 1, warmup=True, ttft_ms=9999.0), request(1, 2), request(2, 3, ok=False)], [])
+    (g,) = s["suites"]
+    assert (g["requests_ok"], g["requests_failed"], s["warmup_requests"]) == (1, 1, 1)
+    assert g["ttft_ms"]["max"] == 10.0, "the warm-up's TTFT must not reach the statistics"
+    assert g["errors"] == {"http": 1}
+
+
+@dataclass
+class Window:
+    name: str
+    time_s: float
+    window_s: float | None
+    counts: bool
+    warmup: bool = False
+
+
+# the suite ran from 10 s to 20 s
+WINDOWS = [
+    Window("inside the suite's window", 15, 2, True),
+    Window("straddles the suite's start (idle or warm-up before it)", 11, 2, False),
+    Window("ends after the suite", 20.5, 1, False),
+    Window("first line of its kind: window unknown", 15, None, False),
+    Window("marked warm-up by the log parser", 15, 2, False, warmup=True),
+]
+
+
+@pytest.mark.parametrize("w", WINDOWS, ids=lambda w: w.name)
+def test_a_server_sample_counts_only_if_its_window_lies_inside_the_suite(w):
+    samples = [sample("server_log", w.time_s, w.window_s, 3.5, 50.0, w.warmup, {})]
+    g = summarize([request(10, 12), request(12, 20)], samples)["suites"][0]
+    assert ("accept_len" in g) == w.counts
+
+
+def test_the_log_is_preferred_to_metrics_and_idle_windows_say_nothing_about_speed():
+    samples = [
+        sample("server_log", 15, 2, 3.0, 0.0, False, {}),  # idle window: gen 0
+        sample("server_log", 17, 2, 3.2, 55.0, False, {}),
+        sample("metrics", 18, 1, 2.0, 40.0, False, {}),
+    ]
+    s = summarize([request(10, 20)], samples)
+    assert s["accept_len"]["mean"] == pytest.approx(3.1) and s["accept_len"]["source"] == "server_log"
+    assert s["server_gen_tok_s"]["n"] == 1 and s["server_gen_tok_s"]["mean"] == 55.0
+
+
+def test_groups_follow_suite_and_load_level_in_run_order():
+    rs = [request(0, 1, suite="a"), request(1, 2, suite="b"), replace(request(2, 3, suite="a"), concurrency=4)]
+    s = summarize(rs, [])
+    assert [(g["name"], g["concurrency"]) for g in s["suites"]] == [("a", 1), ("b", 1), ("a", 4)]
