@@ -26,7 +26,7 @@ _FLOPS = {  # dense tensor rates; TOP/s counts as FLOP/s for int8
     "int8_tops": "int8",
     "fp4_tflops": "fp4",
 }
-_TEXT = ("name", "vendor", "aliases", "link", "memory_type", "sources")
+_TEXT = ("name", "vendor", "aliases", "link", "memory_type", "p2p", "sources")
 MEMORY_TYPES = ("hbm", "gddr", "lpddr")
 NUMERIC_KEYS = (*_SCALARS, *_FLOPS)
 # vendor words people type in front of a product name ("NVIDIA GeForce RTX 4090")
@@ -76,7 +76,7 @@ def _gpu(gid: str, t: dict) -> GPU:
     if unknown or missing:
         raise _data_error(f"gpu.{gid}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     sources = t.get("sources", {})
-    unsourced = [k for k in (*NUMERIC_KEYS, "link", "memory_type") if k in t and not sources.get(k)]
+    unsourced = [k for k in (*NUMERIC_KEYS, "link", "memory_type", "p2p") if k in t and not sources.get(k)]
     if unsourced:
         raise _data_error(f"gpu.{gid} has numbers without a source: {unsourced}")
     if t["link"] not in _raw()["interconnect"]:
@@ -92,6 +92,7 @@ def _gpu(gid: str, t: dict) -> GPU:
         flops={dtype: t[k] * 1e12 for k, dtype in _FLOPS.items() if k in t},
         link=t["link"],
         memory_type=t["memory_type"],
+        p2p=t.get("p2p", True),
         sources={_si_key(k): v for k, v in sources.items()},
         **scalars,
     )
@@ -111,6 +112,7 @@ def _interconnect(iid: str, t: dict) -> Interconnect:
         id=iid,
         description=t["description"],
         allreduce_latency_s=t["allreduce_latency_us"] / 1e6,
+        nccl_latency_s=t["nccl_latency_us"] / 1e6,
         bw_efficiency=t["bw_efficiency"],
         source=t["source"],
     )

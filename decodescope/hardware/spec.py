@@ -20,6 +20,7 @@ class GPU:
     pcie_gen: int  # host link generation (0 = none, e.g. Apple)
     pcie_lanes: int
     memory_type: str = ""  # "hbm" | "gddr" | "lpddr" (unified): engines' kernels reach different fractions
+    p2p: bool = True  # PCIe peer-to-peer between two of these cards (GeForce drivers disable it)
     sources: dict[str, str] = field(default_factory=dict)  # field name -> "URL: 'quote'" or "measured by calibrate"
 
     def peak_flops(self, dtype: str) -> float:
@@ -45,6 +46,7 @@ _WIDER = {
 class Interconnect:
     id: str  # "nvlink", "nvswitch", "pcie-switch", "pcie", "pcie-sys", "xgmi", "network", "none"
     description: str
-    allreduce_latency_s: float  # alpha: fixed cost of one small allreduce between GPUs on this link
+    allreduce_latency_s: float  # alpha: one small allreduce with the engines' custom (P2P, one-shot) kernel
+    nccl_latency_s: float  # alpha when that kernel cannot run: no P2P, or more than 2 GPUs on PCIe
     bw_efficiency: float  # achievable fraction of the link's per-direction bandwidth in an allreduce
     source: str

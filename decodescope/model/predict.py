@@ -59,6 +59,17 @@ def link_bandwidth(d: Deployment) -> float:
     return bw
 
 
+def allreduce_alpha(d: Deployment) -> tuple[float, str]:
+    """(seconds, why): the engines' one-shot custom allreduce needs P2P, and on PCIe
+    vLLM / SGLang use it for 2 GPUs only; otherwise NCCL's latency applies."""
+    link, g = d.link, d.gpu
+    if link.id.startswith("pcie") and (link.id == "pcie-sys" or not g.p2p or d.tp > 2):
+        why = ("P2P is off between CPU sockets" if link.id == "pcie-sys" else
+               f"{g.id} has no PCIe P2P" if not g.p2p else "more than 2 GPUs on PCIe")
+        return link.nccl_latency_s, f"allreduce through NCCL ({why}): {link.nccl_latency_s * 1e6:g} us each"
+    return link.allreduce_latency_s, ""
+
+
 def ceiling_rates(d: Deployment) -> Rates:
     g = d.gpu
     return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops={t: g.peak_flops(t) for t in DTYPES},
@@ -73,7 +84,7 @@ def expected_rates(d: Deployment) -> Rates:
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
                  flops={t: g.peak_flops(t) * e.flops_efficiency for t in DTYPES},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
-                 allreduce_alpha_s=d.link.allreduce_latency_s * e.allreduce_latency_scale,
+                 allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * d.link.bw_efficiency)
 
 
@@ -86,8 +97,9 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
     if with_levers:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s))
+    notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
     return Prediction(arch, d, ceiling, expected, max(stage_read_bytes(arch, d)), memory_fit(arch, d),
-                      compute_bound_batch(arch, d), arch.notes, found)
+                      compute_bound_batch(arch, d), notes, found)
 
 
 def stage_read_bytes(arch: Arch, d: Deployment) -> list[float]:
@@ -124,5 +136,5 @@ def hardware_dict(d: Deployment) -> dict:
     return {"gpu": g.id, "name": g.name, "memory_bytes": g.memory_bytes,
             "memory_bw_bytes_s": g.memory_bw_bytes_s, "flops": dict(g.flops),
             "link": link.id, "link_bw_bytes_s": link_bandwidth(d) if d.gpus > 1 else None,
-            "allreduce_latency_s": link.allreduce_latency_s,
+            "allreduce_latency_s": allreduce_alpha(d)[0],
             "sources": {**g.sources, "allreduce_latency_s": link.source}}
