@@ -1,6 +1,8 @@
 """Rich terminal rendering. Every figure with its unit; the numbers are the ones in
 Prediction.to_dict(), only formatted."""
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
@@ -52,12 +54,22 @@ def _facts(p: Prediction) -> str:
              f"memory per GPU: {m.total_bytes / 1e9:.1f} GB of {m.usable_bytes / 1e9:.1f} GB usable "
              f"({m.capacity_bytes / 1e9:.0f} GB): {fit}; room for {m.max_batch} requests of this context"]
     h = hardware_dict(p.deployment)
-    src = h["sources"]
-    lines.append(f"sources: bandwidth {h['memory_bw_bytes_s'] / 1e9:.0f} GB/s ({src.get('memory_bw_bytes_s', 'n/a')}); "
-                 f"allreduce alpha {h['allreduce_latency_s'] * 1e6:.0f} us ({src['allreduce_latency_s']}); "
-                 f"engine: {p.deployment.engine.source}")
+    src, e = h["sources"], p.deployment.engine
+    lines.append(f"sources: bandwidth {h['memory_bw_bytes_s'] / 1e9:.0f} GB/s {_ref(src.get('memory_bw_bytes_s'))}"
+                 + (f"; allreduce alpha {h['allreduce_latency_s'] * 1e6:.0f} us {_ref(src['allreduce_latency_s'])}"
+                    if p.deployment.gpus > 1 else "")
+                 + f"; engine {e.id}: {e.source.split(':')[0]} (engines.toml); "
+                 "every source in full: --json, `decodescope gpus ID`")
     lines += [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
+
+
+def _ref(source: str | None) -> str:
+    """The first URL of a source text, else its first words."""
+    if not source:
+        return "(no source)"
+    m = re.search(r"https?://[^\s'\")]+", source)
+    return f"({m[0].rstrip(':,.')})" if m else f"({source[:60]})"
 
 
 def print_prediction(p: Prediction, console: Console | None = None) -> None:
