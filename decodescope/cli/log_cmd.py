@@ -6,7 +6,9 @@ warm-up flag of a record depends on the whole log, so the records come from a se
 pass over the file (standard input is spooled to a temporary file for it)."""
 
 import gzip
+import io
 import json
+import os
 import sys
 import tempfile
 
@@ -29,16 +31,16 @@ from decodescope.measure.logformats import ENGINES
 def log(file, engine, as_json, records, year):
     """Parse a server log FILE (plain or .gz; - for standard input): per-line records and
     the steady-state accept length, generation tok/s and round time, warm-up dropped."""
+    from decodescope.measure.logscan import scan_file, scan_log
     from decodescope.measure.serverlog import LogReader
-    from decodescope.measure.logsummary import WarmupScan
 
-    spool = tempfile.TemporaryFile("w+", encoding="utf-8") if file == "-" and as_json and records else None
-    with _open(file) as lines:
-        reader = LogReader(_tee(lines, spool) if spool else lines, engine, year)
-        scan = WarmupScan()
-        for rec in _guard(reader, file):
-            scan.add(rec)
-    summary = scan.summary(reader.engine, reader.skipped_lines)
+    spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") if file == "-" and as_json and records else None
+    if _is_plain(file):
+        first = _guard(scan_file, file, engine, year, path=file)
+    else:
+        with _open(file) as lines:
+            first = _guard(scan_log, _tee(lines, spool) if spool else lines, engine, year, path=file)
+    summary = first.summary()
     if not summary.records:
         raise DecodescopeError(
             f"no SGLang, vLLM or llama.cpp statistics line in {file} "
@@ -56,20 +58,26 @@ def log(file, engine, as_json, records, year):
     if spool:
         spool.seek(0)
     with spool or _open(file) as lines:
-        _stream_json(LogReader(lines, reader.engine, year), scan, summary)
+        _stream_json(LogReader(lines, first.engine, year), first.scan, summary, file)
 
 
 def _open(path: str):
-    """Lines of a log: plain text, gzip (by its magic bytes), or - for stdin. Bytes that
-    are not UTF-8 become U+FFFD rather than an error: a log may hold binary garbage."""
+    """Lines of a log: plain text, gzip (by its magic bytes), or - for stdin. Lines end at
+    a line feed only, as in the parallel scan; bytes that are not UTF-8 become U+FFFD."""
     if path == "-":
-        return _NoClose(sys.stdin)
+        return _NoClose(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n"))
+    if _is_plain(path):
+        return open(path, encoding="utf-8", errors="replace", newline="\n")
+    return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="\n")
+
+
+def _is_plain(path: str) -> bool:
+    """True for a readable uncompressed file, False for stdin or gzip; else a clear error."""
+    if path == "-":
+        return False
     try:
         with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-        if gz:
-            return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-        return open(path, encoding="utf-8", errors="replace")
+            return f.read(2) != b"\x1f\x8b"
     except FileNotFoundError:
         raise DecodescopeError(f"no such log file: {path}", "check the path; use - to read standard input")
     except IsADirectoryError:
@@ -95,15 +103,24 @@ def _tee(lines, spool):
         yield line
 
 
-def _guard(reader, path):
-    """The reader's records; a truncated or corrupt .gz becomes a clear error."""
+def _guard(fn, *args, path, **kw):
+    """fn(*args); a truncated or corrupt .gz becomes a clear error."""
     try:
-        yield from reader
+        return fn(*args, **kw)
+    except BrokenPipeError:
+        raise
     except (EOFError, gzip.BadGzipFile, OSError) as e:
         raise DecodescopeError(f"cannot read {path}: {e}", "is the file complete? re-copy it or gunzip -t it")
 
 
-def _stream_json(reader, scan, summary):
+def _stream_json(reader, scan, summary, path):
+    try:
+        _guard(_write_json, reader, scan, summary, path=path)
+    except BrokenPipeError:  # the reader of our output (e.g. head) stopped early: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _write_json(reader, scan, summary):
     from decodescope.measure.serverlog import warmup_flags
 
     out = sys.stdout

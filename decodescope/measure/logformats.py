@@ -47,6 +47,13 @@ def pairs(text: str) -> dict:
         k, sep, v = part.partition(": ")
         if sep:
             key = k.strip()
+            # fast path for a bare number, most values; number() for units, %, bools
+            if v[-1:].isdigit():
+                try:
+                    fields[key] = float(v) if "." in v else int(v)
+                    continue
+                except ValueError:
+                    pass
             fields[key] = number(v)
         elif key is not None and part.strip():
             prev = fields[key]
@@ -54,21 +61,23 @@ def pairs(text: str) -> dict:
     return fields
 
 
-_epoch_cache: dict[str, float] = {}
+_hour_epoch: dict[str, float] = {}
 
 
-def local_epoch(stamp: str, fmt: str) -> float | None:
-    """Epoch seconds of a local-time stamp; cached, since consecutive lines share it."""
-    t = _epoch_cache.get(stamp)
-    if t is None:
-        try:
-            t = time.mktime(time.strptime(stamp, fmt))
-        except (ValueError, OverflowError):
-            return None
-        if len(_epoch_cache) > 4096:
-            _epoch_cache.clear()
-        _epoch_cache[stamp] = t
-    return t
+def local_epoch(stamp: str) -> float | None:
+    """Epoch seconds of a local-time 'YYYY-mm-dd HH:MM:SS'. One mktime per hour of log:
+    daylight-saving changes fall on the hour, so minutes and seconds simply add."""
+    hour = stamp[:13]
+    base = _hour_epoch.get(hour)
+    try:
+        if base is None:
+            base = time.mktime(time.strptime(hour, "%Y-%m-%d %H"))
+            if len(_hour_epoch) > 100_000:
+                _hour_epoch.clear()
+            _hour_epoch[hour] = base
+        return base + int(stamp[14:16]) * 60 + int(stamp[17:19])
+    except (ValueError, OverflowError):
+        return None
 
 
 # ---------------------------------------------------------------- SGLang
@@ -96,25 +105,76 @@ def parse_sglang(line: str) -> Parsed | None:
     if not rest.startswith((", ", ". ")):
         return None
     fields.update(pairs(rest[2:]))
-    if kind == "decode" and "gen throughput (token/s)" not in fields:
-        return None
-    time_s, rank = _sglang_prefix(line[:at])
-    accept = fields.get("accept len") if kind == "decode" else None
     gen = fields.get("gen throughput (token/s)")
-    return Parsed(kind, time_s, rank, fields, accept, gen)
+    gen = gen if _is_num(gen) else None
+    if kind == "decode" and gen is None:
+        return None
+    accept = fields.get("accept len") if kind == "decode" else None
+    m = _SGL_PREFIX.search(line, 0, at)
+    return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept if _is_num(accept) else None, gen)
 
 
-def _sglang_prefix(prefix: str) -> tuple[float | None, str | None]:
-    m = _SGL_PREFIX.search(prefix)
+def sglang_facts(line: str) -> tuple | None:
+    """(kind, rank, #running-req, accept_len, gen_tok_s) of an SGLang line, reading only
+    those fields: a summary of a 1 GB log cannot afford to split every field of every
+    line. Whenever a value does not read cleanly it asks parse_sglang, so the two agree."""
+    at = line.find("Decode batch")
+    kind = "decode"
+    if at < 0:
+        at = line.find("Prefill batch")
+        if at < 0:
+            return None
+        kind = "prefill"
+    body = at + (12 if kind == "decode" else 13)
+    if line[body : body + 2] not in (", ", ". "):
+        return _facts(parse_sglang(line))
+    # each value runs from after its key to the next comma (or the end of the line)
+    running = accept = gen = None
+    try:
+        i = line.find("#running-req: ", body)
+        if i >= 0:
+            j = line.find(",", i)
+            running = int(line[i + 14 : j] if j >= 0 else line[i + 14 :])
+        i = line.find(", gen throughput (token/s): ", body)
+        if i >= 0:
+            j = line.find(",", i + 28)
+            gen = float(line[i + 28 : j] if j >= 0 else line[i + 28 :])
+        elif kind == "decode":
+            return None
+        if kind == "decode":
+            i = line.find(", accept len: ", body)
+            if i >= 0:
+                j = line.find(",", i + 14)
+                accept = float(line[i + 14 : j] if j >= 0 else line[i + 14 :])
+    except ValueError:
+        return _facts(parse_sglang(line))
+    return kind, _sglang_rank(_SGL_PREFIX.search(line, 0, at)), running, accept, gen
+
+
+def _facts(p: Parsed | None) -> tuple | None:
+    if p is None:
+        return None
+    running = p.fields.get("#running-req")
+    return p.kind, p.rank, running if _is_num(running) else None, p.accept_len, p.gen_tok_s
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _sglang_rank(m: re.Match | None) -> str | None:
     if m is None:
-        return None, None
-    stamp, ms, ranks, gpu = m.groups()
-    if gpu:  # v0.1-0.2: "[gpu_id=0] Decode batch. ..." and no timestamp
-        return None, gpu
-    t = local_epoch(stamp, "%Y-%m-%d %H:%M:%S")
-    if t is not None and ms:
-        t += int(ms) / 1000
-    return t, ranks.strip() or None
+        return None
+    return m.group(4) or m.group(3).strip() or None  # v0.1-0.2: "[gpu_id=0] Decode batch. ..."
+
+
+def _sglang_time(m: re.Match | None) -> float | None:
+    if m is None or m.group(1) is None:
+        return None
+    t = local_epoch(m.group(1))
+    if t is not None and m.group(2):
+        t += int(m.group(2)) / 1000
+    return t
 
 
 # ---------------------------------------------------------------- vLLM
@@ -149,7 +209,7 @@ def parse_vllm(line: str, year: int) -> Parsed | None:
 
 def _vllm_time(head: str, year: int) -> float | None:
     m = _VLLM_PREFIX.search(head)
-    return local_epoch(f"{year}-{m.group(1)}", "%Y-%m-%d %H:%M:%S") if m else None
+    return local_epoch(f"{year}-{m.group(1)}") if m else None
 
 
 def _vllm_accept_len(fields: dict) -> float | None:

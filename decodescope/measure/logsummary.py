@@ -35,6 +35,7 @@ SUSPECT_FACTOR = 1.5  # a suspect window this much slower than the reference is 
 OUTLIER_FACTOR = 3.0  # any window this much slower than the reference is warm-up
 _BINS_PER_E = 1000  # round-time bins per factor e: 0.1 % wide
 _IDLE = None  # bin of a window with no decode in it
+PENDING = "pending"  # suspect-or-not of a window decided by earlier lines (see WindowTagger)
 
 RULE = (
     "warm-up = idle window (0 tok/s or 0 running), or first window of a series / after idle "
@@ -74,80 +75,162 @@ class LogSummary:
         return d
 
 
-def round_s(rec) -> float | None:
+def round_s(running, accept_len, gen_tok_s) -> float | None:
     """Seconds per verify round per request implied by a window; None when idle."""
-    running = rec.fields.get("#running-req", rec.fields.get("Running", 1))
-    if not rec.gen_tok_s or rec.gen_tok_s <= 0 or not running or running <= 0:
+    running = 1 if running is None else running
+    if not gen_tok_s or gen_tok_s <= 0 or running <= 0:
         return None
-    return (rec.accept_len or 1.0) * running / rec.gen_tok_s
+    return (accept_len or 1.0) * running / gen_tok_s
+
+
+def running_of(rec):
+    """Requests in flight on a record's line: SGLang '#running-req', vLLM 'Running'."""
+    v = rec.fields.get("#running-req", rec.fields.get("Running"))
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 class WindowTagger:
-    """Tags records in log order with (suspect, round-time bin) for windows; spec lines
-    get the tag of the window before them. Deterministic: two passes tag alike."""
+    """Tags lines in log order with (suspect, round-time bin) for windows; spec lines
+    get the tag of the window before them. Deterministic: two passes tag alike.
 
-    def __init__(self):
+    continues=True tags a stretch of log that follows lines not seen here (a chunk of a
+    file scanned in parallel): a series' first window here, with nothing before it in
+    the stretch, is suspect or not depending on the earlier lines, so it gets the
+    placeholder tag (PENDING, i) and deferred[i] = (series, bin) until WarmupScan.extend
+    resolves it; spec lines before any window get (PENDING, -1)."""
+
+    def __init__(self, continues: bool = False):
+        self.continues = continues
+        self.deferred = []  # (series, bin) of the windows tagged (PENDING, i)
         self._seen = set()  # series that had a window
         self._fresh = set()  # series whose next window starts at idle
-        self._last = None
+        self._touched = set()  # series with any window or idle prefill here
+        self._last = (PENDING, -1) if continues else None
 
     def tag(self, rec):
-        series = (rec.engine, rec.rank)
-        if rec.kind == "prefill":
-            if rec.fields.get("#running-req") == 0:
+        return self.tag_facts(rec.kind, (rec.engine, rec.rank), running_of(rec), rec.accept_len, rec.gen_tok_s)
+
+    def tag_facts(self, kind, series, running, accept_len, gen_tok_s):
+        if kind == "prefill":
+            if running == 0:
                 self._fresh.add(series)
+                self._touched.add(series)
             return None
-        if rec.gen_tok_s is None:
-            return self._last if rec.kind == "spec" else None
-        suspect = series not in self._seen or series in self._fresh
+        if gen_tok_s is None:
+            return self._last if kind == "spec" else None
+        r = round_s(running, accept_len, gen_tok_s)
+        b = _IDLE if r is None else math.floor(math.log(r) * _BINS_PER_E)
+        if series in self._touched:
+            self._last = (series not in self._seen or series in self._fresh, b)
+        elif self.continues:
+            self.deferred.append((series, b))
+            self._last = (PENDING, len(self.deferred) - 1)
+        else:
+            self._last = (True, b)  # the series' first window
         self._seen.add(series)
-        self._fresh.discard(series)
-        r = round_s(rec)
+        self._touched.add(series)
         if r is None:
             self._fresh.add(series)
-            self._last = (suspect, _IDLE)
         else:
-            self._last = (suspect, math.floor(math.log(r) * _BINS_PER_E))
+            self._fresh.discard(series)
         return self._last
+
 
 
 class WarmupScan:
     """One pass over the records: tags them and tallies per (suspect, bin), so that the
     warm-up flags and the steady-state summary come out at the end without keeping
-    the records."""
+    the records. Scans of consecutive stretches of a log combine with extend()."""
 
-    def __init__(self):
-        self.tagger = WindowTagger()
+    def __init__(self, continues: bool = False):
+        self.tagger = WindowTagger(continues)
         self.kinds = Counter()
         self._tally = {}  # tag -> [n, sum_g, min_g, max_g, sum_gpr, min_gpr, max_gpr, n_a, sum_a, min_a, max_a]
+        self._pending = []  # (tag, running, accept_len, gen_tok_s) of lines tagged PENDING
         self._limits = None
 
     def add(self, rec):
-        self.kinds[rec.kind] += 1
-        tag = self.tagger.tag(rec)
-        if tag is None:
-            return None
+        """Counts one record; returns its tag (for warmup())."""
+        return self.add_facts(rec.kind, (rec.engine, rec.rank), running_of(rec), rec.accept_len, rec.gen_tok_s)
+
+    def add_facts(self, kind, series, running, accept_len, gen_tok_s):
+        """add() from the few values the rule needs, without a LogRecord."""
+        self.kinds[kind] += 1
+        tag = self.tagger.tag_facts(kind, series, running, accept_len, gen_tok_s)
+        if tag is not None:
+            if tag[0] == PENDING:
+                self._pending.append((tag, running, accept_len, gen_tok_s))
+            else:
+                self._count(tag, running, accept_len, gen_tok_s)
+        return tag
+
+    def _count(self, tag, running, accept_len, gen_tok_s):
         t = self._tally.get(tag)
         if t is None:
             inf = math.inf
             t = self._tally[tag] = [0, 0.0, inf, -inf, 0.0, inf, -inf, 0, 0.0, inf, -inf]
-        if rec.gen_tok_s is not None:
-            g = rec.gen_tok_s
-            gpr = g / (rec.fields.get("#running-req", rec.fields.get("Running", 1)) or 1)
+        g = gen_tok_s
+        if g is not None:
+            gpr = g / (running or 1)
             t[0] += 1
             t[1] += g
-            t[2] = min(t[2], g)
-            t[3] = max(t[3], g)
+            if g < t[2]:
+                t[2] = g
+            if g > t[3]:
+                t[3] = g
             t[4] += gpr
-            t[5] = min(t[5], gpr)
-            t[6] = max(t[6], gpr)
-        a = rec.accept_len
+            if gpr < t[5]:
+                t[5] = gpr
+            if gpr > t[6]:
+                t[6] = gpr
+        a = accept_len
         if a is not None:
             t[7] += 1
             t[8] += a
-            t[9] = min(t[9], a)
-            t[10] = max(t[10], a)
-        return tag
+            if a < t[9]:
+                t[9] = a
+            if a > t[10]:
+                t[10] = a
+
+    def extend(self, later: "WarmupScan"):
+        """Appends the scan (continues=True) of the lines that come right after this
+        one's; the result equals one scan of both stretches in order. This scan must
+        start at the top of the log (continues=False)."""
+        mine, theirs = self.tagger, later.tagger
+        if mine.continues:
+            raise ValueError("extend() a scan that starts at the top of the log")
+
+        def real(tag):
+            if tag is None or tag[0] != PENDING:
+                return tag
+            if tag[1] < 0:
+                return mine._last
+            series, b = theirs.deferred[tag[1]]
+            return (series not in mine._seen or series in mine._fresh, b)
+
+        self.kinds.update(later.kinds)
+        for tag, running, accept_len, gen_tok_s in later._pending:
+            tag = real(tag)
+            if tag is not None:
+                self._count(tag, running, accept_len, gen_tok_s)
+        for tag, t in later._tally.items():
+            mine_t = self._tally.get(tag)
+            if mine_t is None:
+                self._tally[tag] = list(t)
+            else:
+                for i in (0, 1, 4, 7, 8):
+                    mine_t[i] += t[i]
+                for i in (2, 5, 9):
+                    mine_t[i] = min(mine_t[i], t[i])
+                for i in (3, 6, 10):
+                    mine_t[i] = max(mine_t[i], t[i])
+        last = real(theirs._last)
+        for series in theirs._touched:
+            (mine._fresh.add if series in theirs._fresh else mine._fresh.discard)(series)
+        mine._seen |= theirs._seen
+        mine._touched |= theirs._touched
+        mine._last = last
+        self._limits = None
 
     def warmup(self, tag) -> bool:
         """Whether a record with this tag (from add() or a WindowTagger) is warm-up."""

@@ -108,7 +108,7 @@ class LogReader:
         skipped = 0
         try:
             for line_no, line in enumerate(self.lines, 1):
-                rec = self._one(line, line_no)
+                rec = self.record(line, line_no)
                 if rec is None:
                     skipped += 1
                 else:
@@ -116,7 +116,8 @@ class LogReader:
         finally:
             self.skipped_lines = skipped
 
-    def _one(self, line: str, line_no: int) -> LogRecord | None:
+    def record(self, line: str, line_no: int = 0) -> LogRecord | None:
+        """One line -> its record or None; fixes the engine at the first recognised line."""
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
         if self.engine is None:

@@ -1,0 +1,122 @@
+"""The summary pass over a server log of any size: streamed, no record kept.
+
+SGLang lines go through logformats.sglang_facts, which reads only the values the
+warm-up rule and the summary need; a large plain file is cut at line starts into one
+byte range per CPU, the ranges are scanned in parallel and their scans joined in order
+(WarmupScan.extend), which gives exactly the one-pass result."""
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Iterable, NamedTuple
+
+from decodescope.measure import logformats
+from decodescope.measure.logsummary import LogSummary, WarmupScan
+from decodescope.measure.serverlog import LogReader, parse_line
+
+PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
+
+
+class LogScan(NamedTuple):
+    engine: str | None  # None when no line was recognised
+    skipped_lines: int
+    scan: WarmupScan  # its warmup(tag) flags records on a second pass (serverlog.warmup_flags)
+
+    def summary(self) -> LogSummary:
+        return self.scan.summary(self.engine, self.skipped_lines)
+
+
+def scan_log(
+    lines: Iterable[str], engine: str | None = None, year: int | None = None, continues: bool = False
+) -> LogScan:
+    """One streaming pass; same summary as serverlog.parse_log. `continues`: the lines
+    follow others scanned elsewhere (see WindowTagger)."""
+    scan = WarmupScan(continues)
+    reader = LogReader((), engine, year)
+    facts = logformats.sglang_facts
+    add = scan.add_facts
+    skipped = 0
+    for line_no, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        if reader.engine is None or reader.engine == "sglang":
+            f = facts(line)
+            if f is not None:
+                reader.engine = "sglang"
+                add(f[0], ("sglang", f[1]), f[2], f[3], f[4])
+                continue
+            if reader.engine == "sglang":
+                skipped += 1
+                continue
+        rec = reader.record(line, line_no)
+        if rec is None:
+            skipped += 1
+        else:
+            scan.add(rec)
+    return LogScan(reader.engine, skipped, scan)
+
+
+def scan_file(
+    path: str,
+    engine: str | None = None,
+    year: int | None = None,
+    workers: int | None = None,
+    min_bytes: int = PARALLEL_MIN_BYTES,
+) -> LogScan:
+    """scan_log of a plain (uncompressed) file, in parallel when it is large."""
+    size = os.path.getsize(path)
+    workers = workers or len(os.sched_getaffinity(0))
+    if workers < 2 or size < min_bytes:
+        with _text(path) as f:
+            return scan_log(f, engine, year)
+    if engine is None:  # one engine for all ranges, as one pass would fix it
+        with _text(path) as f:
+            n_lines = 0
+            for n_lines, line in enumerate(f, 1):
+                rec = parse_line(line, None, year)
+                if rec is not None:
+                    engine = rec.engine
+                    break
+        if engine is None:
+            return LogScan(None, n_lines, WarmupScan())
+    cuts = _line_starts(path, size, workers)
+    jobs = [(path, a, b, engine, year, i > 0) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    with ProcessPoolExecutor(len(jobs)) as pool:
+        parts = list(pool.map(_scan_range, jobs))
+    head = parts[0]
+    found, skipped = head.engine, head.skipped_lines
+    for part in parts[1:]:
+        head.scan.extend(part.scan)
+        found = found or part.engine
+        skipped += part.skipped_lines
+    return LogScan(found, skipped, head.scan)
+
+
+def _text(path: str):
+    return open(path, encoding="utf-8", errors="replace", newline="\n")
+
+
+def _line_starts(path: str, size: int, n: int) -> list[int]:
+    """0, the start of the line at or after each k/n of the file, and its size."""
+    cuts = {0, size}
+    with open(path, "rb") as f:
+        for k in range(1, n):
+            f.seek(size * k // n)
+            f.readline()  # finish the line the offset fell in
+            cuts.add(f.tell())
+    return sorted(cuts)
+
+
+def _scan_range(job) -> LogScan:
+    path, start, end, engine, year, continues = job
+    with open(path, "rb") as f:
+        f.seek(start)
+        return scan_log(_lines(f, end - start), engine, year, continues)
+
+
+def _lines(f, budget: int):
+    # split on b"\n" only, as the text reader does with newline="\n"
+    for line in f:
+        yield line.decode("utf-8", "replace")
+        budget -= len(line)
+        if budget <= 0:
+            return

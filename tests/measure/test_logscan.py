@@ -1,0 +1,131 @@
+"""The summary pass for large logs (few-field SGLang reading, parallel byte ranges)
+gives exactly what parsing every record in one pass gives."""
+
+import random
+
+import pytest
+from test_serverlog import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill, steady, vllm_spec, vllm_stats
+
+from decodescope.measure.logformats import _facts, parse_sglang, sglang_facts
+from decodescope.measure.logscan import scan_file, scan_log
+from decodescope.measure.logsummary import WarmupScan
+from decodescope.measure.serverlog import LogReader, parse_log, warmup_flags
+
+ODD_SGLANG = [
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: x, accept len: 3.0, gen throughput (token/s): 5.00",
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, accept len: n/a, gen throughput (token/s): 5.00",
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 5.00 tok",
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, gen throughput (token/s): nan, #queue-req: 0",
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, #queue-req: 0",
+    "[2026-05-12 00:05:35 TP0] Decode batch [7], #running-req: 2, gen throughput (token/s): 9.00\n",
+    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 5.00\r\n",
+    "[2026-05-99 00:05:35 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 5.00",
+    "junk [2026-05-12 00:05:35 DP0 TP1] Prefill batch, #new-seq: 1, #running-req: 0, #queue-req: 0",
+    "Prefill batch, #running-req: , #queue-req: 0",
+    "Decode batchX, #running-req: 1, gen throughput (token/s): 5.00",
+]
+
+
+@pytest.mark.parametrize("line", [r.line for r in SGLANG] + ODD_SGLANG)
+def test_sglang_fast_path_reads_what_the_full_parser_reads(line):
+    full = _facts(parse_sglang(line))
+    fast = sglang_facts(line)
+    if full is None:
+        assert fast is None
+    else:
+        assert fast is not None
+        assert fast[:3] == full[:3]
+        assert fast[3:] == pytest.approx(full[3:], nan_ok=True)
+
+
+def same(a, b):
+    """Summaries equal up to float summation order (partial sums join in another order)."""
+    for k in ("accept_len", "gen_tok_s", "gen_tok_s_per_req"):
+        x, y = getattr(a, k), getattr(b, k)
+        assert (x is None) == (y is None), k
+        if x:
+            assert (x.n, x.min, x.max) == (y.n, y.min, y.max), k
+            assert x.mean == pytest.approx(y.mean, rel=1e-12), k
+    assert a.round_ms == pytest.approx(b.round_ms, rel=1e-12)
+    rest = ("engine", "windows", "warmup_windows", "records", "skipped_lines")
+    assert [getattr(a, k) for k in rest] == [getattr(b, k) for k in rest]
+    return True
+
+
+def mixed_log(seed: int) -> list[str]:
+    """Requests with idle gaps, back-to-back requests, DP ranks and noise."""
+    rng = random.Random(seed)
+    lines, t = [], 1.78e9
+    for _ in range(40):
+        ranks = rng.choice(["DP0 TP0", "DP1 TP0"])
+        if rng.random() < 0.5:
+            lines.append(sgl_prefill(t, 0, ranks))
+            lines.append(sgl_decode(t + 1, 3.3, 3.3 * 40 / rng.uniform(5, 40), 1, ranks))
+        else:
+            lines.append(sgl_prefill(t, 1, ranks))
+        lines += steady(t + 3, rng.randint(1, 6), ranks=ranks)
+        lines += ["INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK"] * rng.randint(0, 3)
+        if rng.random() < 0.2:
+            lines.append(sgl_decode(t + 30, 3.0, 3.0 / rng.uniform(0.2, 0.4), 1, ranks))  # grep'd idle gap
+        t += 60
+    return [x if x.endswith("\n") else x + "\n" for x in lines]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_pass_scan_equals_parse_log(seed):
+    lines = mixed_log(seed)
+    assert same(scan_log(lines).summary(), parse_log(lines).summary)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [[x + "\n" for x in SEED], mixed_log(3), [r.line + "\n" for r in VLLM + LLAMACPP]],
+    ids=["seed", "mixed-sglang", "vllm-and-llamacpp"],
+)
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_parallel_byte_ranges_join_into_the_one_pass_result(tmp_path, lines, workers):
+    f = tmp_path / "server.log"
+    f.write_text("".join(lines))
+    whole = parse_log(lines, year=2025)
+    part = scan_file(str(f), year=2025, workers=workers, min_bytes=0)
+    assert same(part.summary(), whole.summary)
+    # the flags a second pass gives from the joined scan are the one-pass flags
+    again = list(warmup_flags(LogReader(lines, part.engine, 2025), part.scan))
+    assert [r.warmup for r in again] == [r.warmup for r in whole.records]
+
+
+def test_every_cut_point_joins_exactly():
+    lines = mixed_log(4)[:120]
+    whole = parse_log(lines)
+    for cut in range(len(lines) + 1):
+        head = scan_log(lines[:cut])
+        tail = scan_log(lines[cut:], continues=True)
+        head.scan.extend(tail.scan)
+        assert same(head.scan.summary("sglang", whole.skipped_lines), whole.summary), f"cut at line {cut}"
+
+
+def test_vllm_spec_line_at_a_cut_takes_the_window_before_the_cut():
+    lines = [
+        vllm_stats("01:00:00", 0.0, 0),
+        vllm_stats("01:00:10", 40.0, 4),
+        vllm_spec("01:00:10", 2.5),
+        vllm_stats("01:00:20", 160.0, 4),
+        vllm_spec("01:00:20", 2.8),
+    ]
+    whole = parse_log(lines, year=2025)
+    for cut in range(len(lines) + 1):
+        head = scan_log(lines[:cut], year=2025)
+        head.scan.extend(scan_log(lines[cut:], year=2025, continues=True).scan)
+        assert same(head.scan.summary("vllm", 0), whole.summary)
+
+
+def test_only_a_scan_from_the_top_can_be_extended():
+    with pytest.raises(ValueError):
+        WarmupScan(continues=True).extend(WarmupScan(continues=True))
+
+
+def test_parallel_scan_of_a_file_without_statistics_counts_its_lines(tmp_path):
+    f = tmp_path / "noise.log"
+    f.write_text("hello\n" * 1000)
+    result = scan_file(str(f), workers=2, min_bytes=0)
+    assert (result.engine, result.skipped_lines, result.summary().records) == (None, 1000, {})
