@@ -30,19 +30,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_http(url: str, proc: subprocess.Popen, timeout_s: float) -> None:
+def start(cmd: list[str], health_url: str, output: Path, timeout_s: float, env: dict | None = None) -> subprocess.Popen:
+    """Start a server; its output goes to a file (a pipe nobody reads would fill and block it)."""
+    with open(output, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{proc.stdout.read().decode(errors='replace')}")
+            raise RuntimeError(f"{cmd[:2]} exited with {proc.returncode}:\n{output.read_text(errors='replace')[-3000:]}")
         try:
-            with urllib.request.urlopen(url, timeout=1) as r:
+            with urllib.request.urlopen(health_url, timeout=1) as r:
                 if r.status == 200:
-                    return
+                    return proc
         except OSError:
             time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"{url} did not answer within {timeout_s} s")
+    stop(proc)
+    raise RuntimeError(f"{health_url} did not answer within {timeout_s} s:\n{output.read_text(errors='replace')[-3000:]}")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -72,12 +75,12 @@ class Server:
 
 @pytest.fixture(scope="session")
 def scripted_server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("scripted") / "server.log"
+    folder = tmp_path_factory.mktemp("scripted")
+    log = folder / "server.log"
     log.touch()
     port = free_port()
     cmd = [sys.executable, str(SCRIPTED), "--port", str(port), "--log", str(log), "--log-every", "4"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    wait_http(f"http://127.0.0.1:{port}/health", proc, 30)
+    proc = start(cmd, f"http://127.0.0.1:{port}/health", folder / "output.txt", 30)
     yield Server(f"http://127.0.0.1:{port}", "scripted", log)
     stop(proc)
 
@@ -120,8 +123,8 @@ def transformers_server(tiny_model_dir, tmp_path_factory):
     port = free_port()
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [exe, "serve", str(tiny_model_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    wait_http(f"http://127.0.0.1:{port}/health", proc, 120)
+    output = tmp_path_factory.mktemp("transformers-serve") / "output.txt"
+    proc = start(cmd, f"http://127.0.0.1:{port}/health", output, 120, env)
     yield Server(f"http://127.0.0.1:{port}", str(tiny_model_dir))
     stop(proc)
 

@@ -14,6 +14,7 @@ import aiohttp
 from yarl import URL
 
 from decodescope.errors import DecodescopeError
+from decodescope.measure.arrival import ArrivalClock
 from decodescope.measure.stream import StreamAccumulator
 from decodescope.measure.suites import Prompt
 from decodescope.measure.tokens import count_tokens
@@ -152,10 +153,12 @@ async def send_request(
                 text = await resp.text(errors="replace")
                 acc.fail("http", f"HTTP {status}: {text[:500]}")
             else:
-                async for data in resp.content.iter_any():
-                    acc.feed(data, clock())
-                    if acc.error_kind is not None:
-                        break
+                with ArrivalClock(resp, clock) as arrivals:
+                    async for data in resp.content.iter_any():
+                        for piece, t in arrivals.pieces(data):
+                            acc.feed(piece, t)
+                        if acc.error_kind is not None:
+                            break
     except asyncio.CancelledError:  # only the load runner cancels, on Ctrl-C: keep the request
         asyncio.current_task().uncancel()
         acc.fail("cancelled", "interrupted (Ctrl-C) before the stream finished")
