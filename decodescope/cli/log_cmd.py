@@ -128,7 +128,7 @@ def _write_json(reader, scan, summary):
     sep = "\n"
     for rec in warmup_flags(reader, scan):
         out.write(sep)
-        out.write(json.dumps(rec.to_dict()))
+        out.write(rec.to_json())
         sep = ",\n"
     out.write("\n]}\n")
 

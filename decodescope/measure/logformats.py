@@ -31,22 +31,25 @@ def number(text: str):
     word = text.strip().split(" ", 1)[0].rstrip("%.,")
     if word == "True" or word == "False":
         return word == "True"
-    try:
-        return float(word) if "." in word or "n" in word else int(word)
-    except ValueError:
-        return text.strip()
+    for kind in (int, float):
+        try:
+            return kind(word)
+        except ValueError:
+            pass
+    return text.strip()
 
 
-def pairs(text: str) -> dict:
-    """'a: 1, b: 2.5, c: 0.8, 0.6' -> {'a': 1, 'b': 2.5, 'c': [0.8, 0.6]}.
-    A piece without ': ' continues the previous value (vLLM's per-position rates are a
-    comma-separated list inside a comma-separated line)."""
+def pairs(text: str, lists: bool = False) -> dict:
+    """'a: 1, b: 2.5' -> {'a': 1, 'b': 2.5}: pieces split at ', ', key before the first
+    ': ', the last piece of a key wins. A piece without ': ' is dropped, or with `lists`
+    continues the previous value: 'c: 0.8, 0.6' -> {'c': [0.8, 0.6]} (vLLM's
+    per-position rates are a comma-separated list inside a comma-separated line)."""
     fields = {}
     key = None
     for part in text.split(", "):
         k, sep, v = part.partition(": ")
         if sep:
-            key = k.strip()
+            key = k
             # fast path for a bare number, most values; number() for units, %, bools
             if v[-1:].isdigit():
                 try:
@@ -55,7 +58,7 @@ def pairs(text: str) -> dict:
                 except ValueError:
                     pass
             fields[key] = number(v)
-        elif key is not None and part.strip():
+        elif lists and key is not None and part.strip():
             prev = fields[key]
             fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
     return fields
@@ -128,27 +131,36 @@ def sglang_facts(line: str) -> tuple | None:
     body = at + (12 if kind == "decode" else 13)
     if line[body : body + 2] not in (", ", ". "):
         return _facts(parse_sglang(line))
-    # each value runs from after its key to the next comma (or the end of the line)
+    # the same pieces pairs() sees: a key starts a piece, its value runs to the next ', '
     running = accept = gen = None
     try:
-        i = line.find("#running-req: ", body)
+        i = _piece(line, "#running-req: ", body)
         if i >= 0:
-            j = line.find(",", i)
-            running = int(line[i + 14 : j] if j >= 0 else line[i + 14 :])
-        i = line.find(", gen throughput (token/s): ", body)
+            j = line.find(", ", i)
+            running = int(line[i:j] if j >= 0 else line[i:])
+        i = _piece(line, "gen throughput (token/s): ", body)
         if i >= 0:
-            j = line.find(",", i + 28)
-            gen = float(line[i + 28 : j] if j >= 0 else line[i + 28 :])
+            j = line.find(", ", i)
+            gen = float(line[i:j] if j >= 0 else line[i:])
         elif kind == "decode":
             return None
         if kind == "decode":
-            i = line.find(", accept len: ", body)
+            i = _piece(line, "accept len: ", body)
             if i >= 0:
-                j = line.find(",", i + 14)
-                accept = float(line[i + 14 : j] if j >= 0 else line[i + 14 :])
+                j = line.find(", ", i)
+                accept = float(line[i:j] if j >= 0 else line[i:])
     except ValueError:
         return _facts(parse_sglang(line))
     return kind, _sglang_rank(_SGL_PREFIX.search(line, 0, at)), running, accept, gen
+
+
+def _piece(line: str, key: str, body: int) -> int:
+    """Where the value of the last piece starting with `key` begins, or -1. Pieces
+    follow ', ' or the 2-character separator at `body`, after the marker."""
+    i = line.rfind(", " + key, body)
+    if i >= 0:
+        return i + 2 + len(key)
+    return body + 2 + len(key) if line.startswith(key, body + 2) else -1
 
 
 def _facts(p: Parsed | None) -> tuple | None:
@@ -192,7 +204,7 @@ def parse_vllm(line: str, year: int) -> Parsed | None:
     if at >= 0:
         fields = pairs(line[at:])
         gen = fields.get("Avg generation throughput")
-        if not isinstance(gen, (int, float)):
+        if not _is_num(gen):
             return None
         head = line[:at]
         m = _VLLM_ENGINE.search(head)
@@ -201,7 +213,7 @@ def parse_vllm(line: str, year: int) -> Parsed | None:
     for marker in ("SpecDecoding metrics: ", "Speculative metrics: "):
         at = line.find(marker)
         if at >= 0:
-            fields = pairs(line[at + len(marker) :])
+            fields = pairs(line[at + len(marker) :], lists=True)
             accept = _vllm_accept_len(fields)
             return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None)
     return None
@@ -214,7 +226,7 @@ def _vllm_time(head: str, year: int) -> float | None:
 
 def _vllm_accept_len(fields: dict) -> float | None:
     mean = fields.get("Mean acceptance length")  # V1 since PR #16665: 1 + accepted/drafts
-    if isinstance(mean, (int, float)):
+    if _is_num(mean):
         return float(mean)
     # V0 "Speculative metrics": emitted tokens (bonus included) per verify step, where
     # steps = draft tokens / k. Its counters are lifetime totals (secondhand), so this is
@@ -222,7 +234,7 @@ def _vllm_accept_len(fields: dict) -> float | None:
     emitted = fields.get("Number of emitted tokens")
     drafts = fields.get("Number of draft tokens")
     k = fields.get("Number of speculative tokens")
-    if all(isinstance(x, (int, float)) for x in (emitted, drafts, k)) and drafts > 0:
+    if all(_is_num(x) for x in (emitted, drafts, k)) and drafts > 0:
         return emitted * k / drafts
     return None
 
@@ -231,25 +243,26 @@ def _vllm_accept_len(fields: dict) -> float | None:
 
 # "slot print_timing: id  0 | task 0 | " (since late 2024); before that
 # "INFO [           print_timings] ... | tid=... timestamp=1717000000 id_slot=0 id_task=0 ..."
+_NUM = r"(-?(?:\d+(?:\.\d*)?|nan|inf))"  # printf %f; a 0 ms phase prints "inf tokens per second"
 _LCPP_SLOT = re.compile(r"slot +\S+: +id +(\d+) \| task (-?\d+) \| ")
 _LCPP_OLD_TAIL = re.compile(r"timestamp=(\d+)|id_slot=(\d+)|id_task=(-?\d+)")
 _LCPP_ELAPSED = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")  # --log-timestamps
 # "prompt eval time = 1234.56 ms /   512 tokens (    2.41 ms per token,   414.83 tokens per second)"
 # also "generation eval time = ... / N runs   (...)" (2024) and "total time = ... ms / N tokens"
 _LCPP_TIMING = re.compile(
-    r"(prompt eval|generation eval|eval|total) time\s*=\s*([\d.]+) ms"
+    rf"(prompt eval|generation eval|eval|total) time\s*=\s*{_NUM} ms"
     r"(?:\s*/\s*(\d+) (?:tokens|runs))?"
-    r"(?:\s*\(\s*([\d.]+) ms per token,\s*([\d.]+) tokens per second\))?"
+    rf"(?:\s*\(\s*{_NUM} ms per token,\s*{_NUM} tokens per second\))?"
 )
 # "draft acceptance = 0.63158 (   24 accepted /    38 generated), mean len =  2.85";
 # oldest "draft acceptance rate = ..." without the mean; one variant spells
 # "mean acceptance length = ..., acceptance rate per position = (0.9, 0.7)"
 _LCPP_DRAFT = re.compile(
-    r"draft acceptance(?: rate)? = ([\d.]+) \(\s*(\d+) accepted /\s*(\d+) generated\)"
-    r"(?:, mean (?:len|acceptance length) =\s*([\d.]+))?"
+    rf"draft acceptance(?: rate)? = {_NUM} \(\s*(\d+) accepted /\s*(\d+) generated\)"
+    rf"(?:, mean (?:len|acceptance length) =\s*{_NUM})?"
     r"(?:, acceptance rate per position = \(([^)]*)\))?"
 )
-_LCPP_PROGRESS = re.compile(r"n_gen = (\d+), tg = ([\d.]+) t/s(?:, tg_3s = ([\d.]+) t/s)?")
+_LCPP_PROGRESS = re.compile(rf"n_gen = (\d+), tg = {_NUM} t/s(?:, tg_3s = {_NUM} t/s)?")
 
 
 def parse_llamacpp(line: str) -> Parsed | None:

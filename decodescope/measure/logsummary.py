@@ -76,11 +76,13 @@ class LogSummary:
 
 
 def round_s(running, accept_len, gen_tok_s) -> float | None:
-    """Seconds per verify round per request implied by a window; None when idle."""
+    """Seconds per verify round per request implied by a window; None when idle, or when
+    a value is not a finite positive number (nan, inf, 0): no round time to trust."""
     running = 1 if running is None else running
-    if not gen_tok_s or gen_tok_s <= 0 or running <= 0:
+    a = 1.0 if accept_len is None else accept_len
+    if not (0 < gen_tok_s < math.inf and running > 0 and 0 < a < math.inf):
         return None
-    return (accept_len or 1.0) * running / gen_tok_s
+    return a * running / gen_tok_s
 
 
 def running_of(rec):
@@ -145,6 +147,7 @@ class WarmupScan:
     def __init__(self, continues: bool = False):
         self.tagger = WindowTagger(continues)
         self.kinds = Counter()
+        self.windows = 0  # records with a generation rate, warm-up and unreadable ones too
         self._tally = {}  # tag -> [n, sum_g, min_g, max_g, sum_gpr, min_gpr, max_gpr, n_a, sum_a, min_a, max_a]
         self._pending = []  # (tag, running, accept_len, gen_tok_s) of lines tagged PENDING
         self._limits = None
@@ -156,6 +159,8 @@ class WarmupScan:
     def add_facts(self, kind, series, running, accept_len, gen_tok_s):
         """add() from the few values the rule needs, without a LogRecord."""
         self.kinds[kind] += 1
+        if gen_tok_s is not None:
+            self.windows += 1
         tag = self.tagger.tag_facts(kind, series, running, accept_len, gen_tok_s)
         if tag is not None:
             if tag[0] == PENDING:
@@ -170,7 +175,7 @@ class WarmupScan:
             inf = math.inf
             t = self._tally[tag] = [0, 0.0, inf, -inf, 0.0, inf, -inf, 0, 0.0, inf, -inf]
         g = gen_tok_s
-        if g is not None:
+        if g is not None and -math.inf < g < math.inf:  # nan/inf would poison the sums
             gpr = g / (running or 1)
             t[0] += 1
             t[1] += g
@@ -184,7 +189,7 @@ class WarmupScan:
             if gpr > t[6]:
                 t[6] = gpr
         a = accept_len
-        if a is not None:
+        if a is not None and -math.inf < a < math.inf:
             t[7] += 1
             t[8] += a
             if a < t[9]:
@@ -209,6 +214,7 @@ class WarmupScan:
             return (series not in mine._seen or series in mine._fresh, b)
 
         self.kinds.update(later.kinds)
+        self.windows += later.windows
         for tag, running, accept_len, gen_tok_s in later._pending:
             tag = real(tag)
             if tag is not None:
@@ -273,7 +279,7 @@ class WarmupScan:
 
     def summary(self, engine: str | None, skipped_lines: int) -> LogSummary:
         steady = [t for tag, t in self._tally.items() if not self.warmup(tag)]
-        windows = sum(t[0] for t in self._tally.values())
+        windows = self.windows
         gen = _spread(steady, 0, 1, 2, 3)
         gpr = _spread(steady, 0, 4, 5, 6)
         accept = _spread(steady, 7, 8, 9, 10)

@@ -5,6 +5,7 @@ metrics" lines, llama.cpp timing and draft-acceptance lines, every known version
 (formats: logformats.py). Lines in any other format are counted and skipped; nothing
 in a log is fatal. Warm-up windows are marked by the rule in logsummary.py."""
 
+import json
 import math
 import time
 from dataclasses import dataclass, replace
@@ -42,16 +43,25 @@ class LogRecord:
     line_no: int = 0  # 1-based line number in the log
 
     def to_dict(self) -> dict:
+        return self._dict({k: _json_safe(v) for k, v in self.fields.items()})
+
+    def to_json(self) -> str:
+        """json.dumps(to_dict()), quicker: fields are checked for NaN/inf only when the
+        text shows one (1 GB logs stream millions of records)."""
+        text = json.dumps(self._dict(self.fields))
+        return json.dumps(self.to_dict()) if "NaN" in text or "Infinity" in text else text
+
+    def _dict(self, fields: dict) -> dict:
         return {
             "kind": self.kind,
             "engine": self.engine,
             "line_no": self.line_no,
             "time_s": self.time_s,
             "rank": self.rank,
-            "accept_len": self.accept_len,
-            "gen_tok_s": self.gen_tok_s,
+            "accept_len": _json_safe(self.accept_len),
+            "gen_tok_s": _json_safe(self.gen_tok_s),
             "warmup": self.warmup,
-            "fields": {k: _json_safe(v) for k, v in self.fields.items()},
+            "fields": fields,
         }
 
 

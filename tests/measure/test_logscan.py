@@ -129,3 +129,28 @@ def test_parallel_scan_of_a_file_without_statistics_counts_its_lines(tmp_path):
     f.write_text("hello\n" * 1000)
     result = scan_file(str(f), workers=2, min_bytes=0)
     assert (result.engine, result.skipped_lines, result.summary().records) == (None, 1000, {})
+
+
+def mutate(rng: random.Random, line: str) -> str:
+    chars = list(line)
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randrange(len(chars) + 1)
+        op = rng.random()
+        if op < 0.4 and chars:
+            del chars[min(i, len(chars) - 1)]
+        elif op < 0.8:
+            chars.insert(i, rng.choice("0123456789.,: -[]%nax\x00\ufffd"))
+        else:
+            chars[i:i] = list(rng.choice([", ", ": ", "nan", "inf", "...", "Decode batch, "]))
+    return "".join(chars)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mutated_real_lines_never_crash_and_both_paths_agree(seed):
+    rng = random.Random(seed)
+    real = [r.line for r in SGLANG] + mixed_log(seed)[:60]
+    lines = [mutate(rng, rng.choice(real)) if rng.random() < 0.7 else rng.choice(real) for _ in range(1500)]
+    whole = parse_log(lines)
+    assert same(scan_log(lines).summary(), whole.summary)
+    for engine_lines in ([r.line for r in VLLM], [r.line for r in LLAMACPP]):
+        parse_log([mutate(rng, rng.choice(engine_lines)) for _ in range(500)], year=2025)

@@ -321,14 +321,30 @@ def test_each_format_variant_parses_to_its_fields(row):
         "INFO 05-04 01:06:53 [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
         "Avg generation throughput: n/a",
         "slot print_timing: id  0 | task 0 | eval time = garbage",
+        "slot print_timing: id  0 | task 0 | eval time = ... ms / 5 tokens (... ms per token, ... tokens per second)",
+        "slot print_timing: id  0 | task 0 | draft acceptance = ... (   24 accepted /    38 generated)",
         "\x00\x01\xff\xfe\ufffd\ufffd Decode batch\x00, \x00: \x00",
         "\ufffd" * 5000,
         "Decode batch, " + ", ".join(f"k{i}: {i}" for i in range(2000)),  # no gen throughput
     ],
-    ids=["empty", "http-access", "marker-in-prose", "truncated", "bad-number", "bad-llamacpp", "binary", "long-garbage", "huge-no-rate"],
+    ids=["empty", "http-access", "marker-in-prose", "truncated", "bad-number", "bad-llamacpp", "dots-llamacpp", "dots-draft", "binary", "long-garbage", "huge-no-rate"],
 )
 def test_unrecognised_or_garbled_line_is_none_not_an_error(line):
     assert parse_line(line) is None
+
+
+def test_nan_and_inf_rates_neither_crash_nor_poison_the_summary():
+    lines = [
+        SEED[1],
+        SEED[1].replace("55.59", "nan"),
+        SEED[1].replace("3.08", "nan"),
+        SEED[1].replace("55.59", "inf"),
+        "slot print_timing: id  0 | task 0 | prompt eval time =       0.00 ms /     1 tokens "
+        "(    0.00 ms per token,      inf tokens per second)",
+    ]
+    s = parse_log(lines).summary
+    assert (s.gen_tok_s.mean, s.accept_len.mean, s.gen_tok_s.n) == (55.59, 3.08, 1)
+    assert s.warmup_windows == 3  # no round time to trust in them
 
 
 def test_unknown_lines_are_counted_and_skipped():
