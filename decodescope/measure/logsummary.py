@@ -170,6 +170,8 @@ class WarmupScan:
         return tag
 
     def _count(self, tag, running, accept_len, gen_tok_s):
+        # written out, not looped over the three quantities: this runs once per window,
+        # millions of times on a 1 GB log
         t = self._tally.get(tag)
         if t is None:
             inf = math.inf

@@ -3,7 +3,8 @@
 SGLang "Decode batch" / "Prefill batch" lines, vLLM periodic stats and "SpecDecoding
 metrics" lines, llama.cpp timing and draft-acceptance lines, every known version
 (formats: logformats.py). Lines in any other format are counted and skipped; nothing
-in a log is fatal. Warm-up windows are marked by the rule in logsummary.py."""
+in a log is fatal. Warm-up windows are marked by the rule in logsummary.py; the
+summary of a log too large to hold comes from logscan.py."""
 
 import json
 import math
@@ -158,7 +159,8 @@ def detect_engine(lines: Iterable[str]) -> str | None:
 
 def parse_log(lines: Iterable[str], engine: str | None = None, year: int | None = None) -> LogParse:
     """All records of a log, warm-up marked, with the steady-state summary. Keeps every
-    record in memory: for a large file stream with LogReader + WarmupScan instead."""
+    record in memory: for a large log, logscan.scan_log / scan_file give the summary in
+    one streaming pass and warmup_flags() the records in a second."""
     reader = LogReader(lines, engine, year)
     scan = WarmupScan()
     tagged = [(rec, scan.add(rec)) for rec in reader]
