@@ -17,6 +17,7 @@ Target: p99 |error| < 0.5 ms at 32 concurrent streams.
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from decodescope.measure.arrival import new_event_loop
 from decodescope.measure.client import Endpoint, Job, Sampling, open_session, send_request
 from decodescope.measure.stats import distribution
 from decodescope.measure.suites import Prompt
@@ -93,12 +95,14 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=250, help="token chunks per stream")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]  # other work on the box shows up as client error: say how much there was
     with tempfile.TemporaryDirectory() as tmp:
         send_log = Path(tmp) / "sends.jsonl"
         port = free_port()
         server = start_server(port, args, send_log, Path(tmp) / "server.txt")
         try:
-            results, cpu_s = asyncio.run(stream_all(f"http://127.0.0.1:{port}", args.streams))
+            with asyncio.Runner(loop_factory=new_event_loop) as runner:  # as `decodescope measure` runs
+                results, cpu_s = runner.run(stream_all(f"http://127.0.0.1:{port}", args.streams))
         finally:
             server.terminate()
             server.wait(10)
@@ -115,12 +119,15 @@ def main() -> None:
         "itl_error_vs_nominal_interval_ms": summary(nominal_err),
         "client_cpu_s": cpu_s,
         "client_cpu_us_per_token": cpu_s / tokens * 1e6,
+        "cpus": os.cpu_count(),
+        "loadavg_1m_before": load_before,
     }
     if args.json:
         print(json.dumps(report, indent=2))
         return
     t, n = report["itl_error_vs_server_send_ms"], report["itl_error_vs_nominal_interval_ms"]
-    print(f"{args.streams} streams x {args.tokens} chunks every {args.interval_ms:g} ms ({tokens} tokens)")
+    print(f"{args.streams} streams x {args.tokens} chunks every {args.interval_ms:g} ms ({tokens} tokens); "
+          f"{report['cpus']} CPUs, load average {load_before:.2f} before the run")
     print(f"ITL error vs server send stamps: p50 {t['abs_p50_ms']:.3f} ms, p99 {t['abs_p99_ms']:.3f} ms, "
           f"max {t['abs_max_ms']:.3f} ms (signed mean {t['signed_mean_ms']:+.4f} ms)")
     print(f"ITL error vs nominal interval:   p50 {n['abs_p50_ms']:.3f} ms, p99 {n['abs_p99_ms']:.3f} ms, "

@@ -152,7 +152,7 @@ def _header(opts: dict, root: str, model: str, loaded) -> dict:
 def _run(plan, writer, tokenizer, as_json: bool):
     from rich.console import Console
 
-    from decodescope.measure.runner import Runner
+    from decodescope.measure.runner import Runner, run_loop
 
     err = Console(stderr=True)
 
@@ -160,20 +160,22 @@ def _run(plan, writer, tokenizer, as_json: bool):
         err.print(msg, style="yellow", markup=False, highlight=False)
 
     if as_json or not err.is_terminal:
-        return asyncio.run(Runner(plan, writer, tokenizer, None, warn).run())
+        return run_loop(Runner(plan, writer, tokenizer, None, warn).run())
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = sum(len(jobs) for _, jobs in plan.phases())
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True) as progress:
+    # redrawn only as requests finish: a refresh thread would take the GIL from the event
+    # loop at random moments and show up as inter-chunk jitter
+    with Progress(*columns, console=err, transient=True, auto_refresh=False) as progress:
         task = progress.add_task("measure", total=total)
 
         def advance(r):
             level = f"rate {r.rate:g}/s" if r.rate else f"concurrency {r.concurrency}"
             label = "warm-up" if r.warmup else f"{r.suite}, {level}"
-            progress.update(task, advance=1, description=f"{label} ({'ok' if r.ok else r.error_kind})")
+            progress.update(task, advance=1, description=f"{label} ({'ok' if r.ok else r.error_kind})", refresh=True)
 
-        return asyncio.run(Runner(plan, writer, tokenizer, advance, warn).run())
+        return run_loop(Runner(plan, writer, tokenizer, advance, warn).run())
 
 
 def _report(outcome, out_path: Path, as_json: bool) -> None:

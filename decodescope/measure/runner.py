@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from decodescope.measure import stats
+from decodescope.measure.arrival import new_event_loop
 from decodescope.measure.client import Endpoint, Job, RequestResult, Sampling, open_session, send_request
 from decodescope.measure.load import Load
 from decodescope.measure.runfile import RunWriter
@@ -60,6 +61,12 @@ class Outcome:
     samples: list[dict] = field(default_factory=list)
     interrupted: bool = False
     summary: dict = field(default_factory=dict)
+
+
+def run_loop(coro):
+    """Run a coroutine on the loop that stamps socket reads when they happen (arrival.py)."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(coro)
 
 
 class Runner:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from decodescope.measure.arrival import ArrivalClock
+from decodescope.measure.arrival import ArrivalClock, new_event_loop
 from decodescope.measure.client import open_session
 from decodescope.measure.stream import StreamAccumulator
 
@@ -36,8 +36,10 @@ async def late_reader(url: str, lag_s: float):
     return acc, piled, wrapped, unwrapped
 
 
-def test_a_late_reader_still_gets_each_chunks_own_read_time(scripted_server):
-    acc, piled, wrapped, unwrapped = asyncio.run(late_reader(scripted_server.url, lag_s=0.035))
+@pytest.mark.parametrize("loop", [None, new_event_loop], ids=["any asyncio loop", "wake-stamping loop"])
+def test_a_late_reader_still_gets_each_chunks_own_read_time(scripted_server, loop):
+    with asyncio.Runner(loop_factory=loop) as runner:
+        acc, piled, wrapped, unwrapped = runner.run(late_reader(scripted_server.url, lag_s=0.035))
     assert wrapped and unwrapped, "wrap the connection's protocol for the response, then give it back as it was"
     assert acc.error_kind is None and len(acc.token_times_ns) == 20
     assert piled >= 3, "the reader must have fallen behind for this test to mean anything"
