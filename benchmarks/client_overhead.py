@@ -41,8 +41,18 @@ def free_port() -> int:
 
 
 def start_server(port: int, args, send_log: Path, output: Path) -> subprocess.Popen:
-    cmd = [sys.executable, str(ROOT / "tests/scripted_server.py"), "--port", str(port), "--tokens", str(args.tokens),
-           "--interval-ms", str(args.interval_ms), "--send-log", str(send_log)]
+    cmd = [
+        sys.executable,
+        str(ROOT / "tests/scripted_server.py"),
+        "--port",
+        str(port),
+        "--tokens",
+        str(args.tokens),
+        "--interval-ms",
+        str(args.interval_ms),
+        "--send-log",
+        str(send_log),
+    ]
     with open(output, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     for _ in range(300):
@@ -84,8 +94,13 @@ def errors(results, send_log: Path, interval_ms: float):
 
 def summary(errs: list[float]) -> dict:
     a = distribution(abs(e) for e in errs)
-    return {"n": a["n"], "signed_mean_ms": sum(errs) / len(errs), "abs_p50_ms": a["p50"], "abs_p99_ms": a["p99"],
-            "abs_max_ms": a["max"]}
+    return {
+        "n": a["n"],
+        "signed_mean_ms": sum(errs) / len(errs),
+        "abs_p50_ms": a["p50"],
+        "abs_p99_ms": a["p99"],
+        "abs_max_ms": a["max"],
+    }
 
 
 def main() -> None:
@@ -126,12 +141,18 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     t, n = report["itl_error_vs_server_send_ms"], report["itl_error_vs_nominal_interval_ms"]
-    print(f"{args.streams} streams x {args.tokens} chunks every {args.interval_ms:g} ms ({tokens} tokens); "
-          f"{report['cpus']} CPUs, load average {load_before:.2f} before the run")
-    print(f"ITL error vs server send stamps: p50 {t['abs_p50_ms']:.3f} ms, p99 {t['abs_p99_ms']:.3f} ms, "
-          f"max {t['abs_max_ms']:.3f} ms (signed mean {t['signed_mean_ms']:+.4f} ms)")
-    print(f"ITL error vs nominal interval:   p50 {n['abs_p50_ms']:.3f} ms, p99 {n['abs_p99_ms']:.3f} ms, "
-          f"max {n['abs_max_ms']:.3f} ms")
+    print(
+        f"{args.streams} streams x {args.tokens} chunks every {args.interval_ms:g} ms ({tokens} tokens); "
+        f"{report['cpus']} CPUs, load average {load_before:.2f} before the run"
+    )
+    print(
+        f"ITL error vs server send stamps: p50 {t['abs_p50_ms']:.3f} ms, p99 {t['abs_p99_ms']:.3f} ms, "
+        f"max {t['abs_max_ms']:.3f} ms (signed mean {t['signed_mean_ms']:+.4f} ms)"
+    )
+    print(
+        f"ITL error vs nominal interval:   p50 {n['abs_p50_ms']:.3f} ms, p99 {n['abs_p99_ms']:.3f} ms, "
+        f"max {n['abs_max_ms']:.3f} ms"
+    )
     print(f"client CPU: {cpu_s:.3f} s, {report['client_cpu_us_per_token']:.1f} us per streamed token")
 
 

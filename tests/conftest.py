@@ -37,7 +37,9 @@ def start(cmd: list[str], health_url: str, output: Path, timeout_s: float, env: 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{cmd[:2]} exited with {proc.returncode}:\n{output.read_text(errors='replace')[-3000:]}")
+            raise RuntimeError(
+                f"{cmd[:2]} exited with {proc.returncode}:\n{output.read_text(errors='replace')[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(health_url, timeout=1) as r:
                 if r.status == 200:
@@ -45,7 +47,9 @@ def start(cmd: list[str], health_url: str, output: Path, timeout_s: float, env: 
         except OSError:
             time.sleep(0.1)
     stop(proc)
-    raise RuntimeError(f"{health_url} did not answer within {timeout_s} s:\n{output.read_text(errors='replace')[-3000:]}")
+    raise RuntimeError(
+        f"{health_url} did not answer within {timeout_s} s:\n{output.read_text(errors='replace')[-3000:]}"
+    )
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -99,18 +103,41 @@ def _build_tiny_model(out: Path) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    corpus = [line for s in ("repetitive", "code", "prose") for line in (ROOT / f"decodescope/measure/suites/{s}.jsonl").read_text().splitlines()]
+    corpus = [
+        line
+        for s in ("repetitive", "code", "prose")
+        for line in (ROOT / f"decodescope/measure/suites/{s}.jsonl").read_text().splitlines()
+    ]
     bpe = Tokenizer(models.BPE(unk_token="<unk>"))
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
     specials = ["<unk>", "<s>", "</s>"]
-    bpe.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>")
-    tok.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"
+    bpe.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="</s>"
+    )
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}assistant: {% endif %}"
+    )
     tok.save_pretrained(out)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         bos_token_id=1, eos_token_id=2, pad_token_id=2)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(out)
 

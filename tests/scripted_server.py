@@ -209,5 +209,11 @@ def parse_args(argv=None):
 if __name__ == "__main__":
     a = parse_args()
     # handler_cancellation: a stalled handler ends when its client gives up, so shutdown is quick
-    web.run_app(make_app(a), host=a.host, port=a.port, print=lambda *_: print("ready", flush=True),
-                shutdown_timeout=1, handler_cancellation=True)
+    web.run_app(
+        make_app(a),
+        host=a.host,
+        port=a.port,
+        print=lambda *_: print("ready", flush=True),
+        shutdown_timeout=1,
+        handler_cancellation=True,
+    )

@@ -32,21 +32,41 @@ def _numbers(kind):
 @click.argument("url")
 @click.option("--model", help="Model name to request. Default: the first id of GET /v1/models.")
 @click.option("--api", type=click.Choice(["chat", "completions"]), default="chat", show_default=True)
-@click.option("--suite", "suites", multiple=True, help="repetitive, code, prose or a .jsonl file; repeatable. Default: all three.")
-@click.option("--requests", type=click.IntRange(min=1), help="Requests per suite and load level. Default: each prompt once.")
-@click.option("--concurrency", callback=_numbers(int), help="Requests in flight (closed loop); 1,4,16 sweeps. Default: 1.")
+@click.option(
+    "--suite", "suites", multiple=True, help="repetitive, code, prose or a .jsonl file; repeatable. Default: all three."
+)
+@click.option(
+    "--requests", type=click.IntRange(min=1), help="Requests per suite and load level. Default: each prompt once."
+)
+@click.option(
+    "--concurrency", callback=_numbers(int), help="Requests in flight (closed loop); 1,4,16 sweeps. Default: 1."
+)
 @click.option("--rate", callback=_numbers(float), help="Poisson arrivals, requests/s (open loop); 1,2 sweeps.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True, help="When a prompt sets none.")
+@click.option(
+    "--max-tokens", type=click.IntRange(min=1), default=256, show_default=True, help="When a prompt sets none."
+)
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True, help="Requests first, not counted.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True, help="s of silence before a request fails.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="s of silence before a request fails.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
 @click.option("--server-log", type=click.Path(exists=True, dir_okay=False), help="Tail this server log during the run.")
 @click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
-@click.option("--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes.")
-@click.option("--tokenizer", type=click.Path(exists=True), help="Local tokenizer folder, to count tokens when the server sends no usage.")
+@click.option(
+    "--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes."
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True),
+    help="Local tokenizer folder, to count tokens when the server sends no usage.",
+)
 @click.option("--api-key-env", help="Environment variable holding the API key. Default: OPENAI_API_KEY if set.")
-@click.option("--extra-body", help='JSON merged into every request body, e.g. \'{"ignore_eos": true}\'.')
+@click.option("--extra-body", help="JSON merged into every request body, e.g. '{\"ignore_eos\": true}'.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Run file. Default: runs/<timestamp>.jsonl")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def measure(**opts):
@@ -64,11 +84,23 @@ def measure(**opts):
     endpoint = Endpoint(root, opts["api"], model, headers)
     sampling = Sampling(opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]))
     loaded = tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
-    levels = tuple(runner.Level(None, r) for r in opts["rate"]) if opts["rate"] else tuple(
-        runner.Level(c) for c in (opts["concurrency"] or (1,))
+    levels = (
+        tuple(runner.Level(None, r) for r in opts["rate"])
+        if opts["rate"]
+        else tuple(runner.Level(c) for c in (opts["concurrency"] or (1,)))
     )
-    plan = runner.Plan(endpoint, sampling, loaded, levels, opts["requests"], opts["warmup"], opts["seed"],
-                       opts["server_log"], opts["metrics_url"], opts["metrics_interval"])
+    plan = runner.Plan(
+        endpoint,
+        sampling,
+        loaded,
+        levels,
+        opts["requests"],
+        opts["warmup"],
+        opts["seed"],
+        opts["server_log"],
+        opts["metrics_url"],
+        opts["metrics_interval"],
+    )
     tokenizer = _tokenizer(opts["tokenizer"])
     out_path = Path(opts["out_path"] or _default_out())
     writer = RunWriter(out_path, _header(opts, root, model, loaded))
@@ -89,7 +121,9 @@ def _auth_headers(env_name: str | None) -> dict:
     name = env_name or "OPENAI_API_KEY"
     key = os.environ.get(name)
     if env_name and not key:
-        raise DecodescopeError(f"--api-key-env {env_name}: that environment variable is not set", f"export {env_name}=...")
+        raise DecodescopeError(
+            f"--api-key-env {env_name}: that environment variable is not set", f"export {env_name}=..."
+        )
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
@@ -109,9 +143,9 @@ def _extra_body(text: str | None) -> dict:
     try:
         body = json.loads(text)
     except ValueError as e:
-        raise DecodescopeError(f"--extra-body is not JSON: {e}", 'pass an object, e.g. \'{"ignore_eos": true}\'') from e
+        raise DecodescopeError(f"--extra-body is not JSON: {e}", "pass an object, e.g. '{\"ignore_eos\": true}'") from e
     if not isinstance(body, dict):
-        raise DecodescopeError("--extra-body must be a JSON object", 'e.g. \'{"ignore_eos": true}\'')
+        raise DecodescopeError("--extra-body must be a JSON object", "e.g. '{\"ignore_eos\": true}'")
     return body
 
 

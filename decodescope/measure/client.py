@@ -114,9 +114,12 @@ async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) 
                 body = (await resp.text(errors="replace"))[:300]
                 raise DecodescopeError(f"GET {root}/v1/models: HTTP {resp.status}: {body}", "pass --model NAME")
             data = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
-        raise DecodescopeError(f"cannot reach {root}/v1/models: {e!r}", "check the URL, or pass --model NAME") from e
-    ids = [m.get("id") for m in (data or {}).get("data", []) if isinstance(m, dict) and m.get("id")]
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:  # ValueError: not JSON
+        raise DecodescopeError(
+            f"cannot list models at {root}/v1/models: {e!r}", "check the URL, or pass --model NAME"
+        ) from e
+    listed = data.get("data") if isinstance(data, dict) else None
+    ids = [m["id"] for m in listed or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
     if not ids:
         raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
     return ids

@@ -81,7 +81,9 @@ def read_run(path: str | Path) -> Run:
     """Read a run file back, also one cut off mid-run, and recompute its summary."""
     lines = _lines(Path(path))
     if not lines or lines[0].get("type") != "header":
-        raise DecodescopeError(f"{path} is not a decodescope run file (no header line)", "pass a file from measure --out")
+        raise DecodescopeError(
+            f"{path} is not a decodescope run file (no header line)", "pass a file from measure --out"
+        )
     if lines[0].get("schema") != SCHEMA:
         raise DecodescopeError(f"{path} has run-file schema {lines[0].get('schema')}, expected {SCHEMA}", "")
     requests = tuple(RequestResult.from_dict(x) for x in lines if x.get("type") == "request")

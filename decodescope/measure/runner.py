@@ -85,7 +85,9 @@ class Runner:
 
     async def run(self) -> Outcome:
         p = self.plan
-        watch = ServerWatch(p.server_log, p.metrics_url, p.metrics_interval_s, self.clock_s, self._sample, self.on_warning)
+        watch = ServerWatch(
+            p.server_log, p.metrics_url, p.metrics_interval_s, self.clock_s, self._sample, self.on_warning
+        )
         await watch.start()
         handled = self._trap_sigint()
         try:
@@ -104,7 +106,9 @@ class Runner:
     async def _phase(self, level: Level, jobs: list[Job]) -> None:
         p = self.plan
         async with open_session(level.concurrency, p.sampling.timeout_s) as session:
-            send = partial(send_request, session, p.endpoint, sampling=p.sampling, run_t0_ns=self._t0_ns, tokenizer=self.tokenizer)
+            send = partial(
+                send_request, session, p.endpoint, sampling=p.sampling, run_t0_ns=self._t0_ns, tokenizer=self.tokenizer
+            )
             self._load = Load(send, self._result)
             if level.rate:
                 await self._load.poisson(jobs, level.rate, p.seed)

@@ -110,8 +110,11 @@ class StreamAccumulator:
 
 def _text(choice: dict, api: str) -> str:
     if api == "completions":
-        return choice.get("text") or ""
-    delta = choice.get("delta") or {}
+        text = choice.get("text")
+        return text if isinstance(text, str) else ""
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        return ""
     # reasoning models stream their thinking in a separate field; those are tokens too.
     # Some servers mirror one text in both reasoning fields, so take only one of them.
     reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""

@@ -13,7 +13,9 @@ class LogTail:
         try:
             self._f = self.path.open("rb")
         except OSError as e:
-            raise DecodescopeError(f"cannot read the server log {self.path}: {e}", "pass the log file the server writes") from e
+            raise DecodescopeError(
+                f"cannot read the server log {self.path}: {e}", "pass the log file the server writes"
+            ) from e
         self._f.seek(0, os.SEEK_END)  # only what the server writes from now on
         self._ino = os.fstat(self._f.fileno()).st_ino
         self._partial = b""  # a line the server has not finished writing

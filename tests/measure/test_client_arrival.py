@@ -17,7 +17,11 @@ pytestmark = pytest.mark.server
 
 async def late_reader(url: str, lag_s: float):
     """Stream one chat request, sleeping lag_s after each read so that socket reads pile up."""
-    body = {"model": "tokens=20,interval_ms=10,run=arrival", "messages": [{"role": "user", "content": "x"}], "stream": True}
+    body = {
+        "model": "tokens=20,interval_ms=10,run=arrival",
+        "messages": [{"role": "user", "content": "x"}],
+        "stream": True,
+    }
     piled = 0
     async with open_session(1, 10) as session:
         async with session.post(url + "/v1/chat/completions", json=body) as resp:

@@ -56,6 +56,7 @@ class TC:
     tokens: int | None = None
 
 
+# fmt: off
 CASES = [
     TC("role chunk is not a token; finish and usage chunks do not move the end",
        ticks(ROLE, chat("a"), chat("b"), chat("c"), chat(finish="length"), USAGE, DONE),
@@ -64,7 +65,8 @@ CASES = [
        [(ROLE + chat("a"), 10 * MS), (chat("b") + chat("c"), 25 * MS), (chat(finish="stop") + DONE, 30 * MS)],
        ttft_ms=10, itl_ms=[15, 0], tokens=3),
     TC("an event split across reads is timed when its last byte arrives",
-       [(chat("a")[:7], 10 * MS), (chat("a")[7:], 12 * MS), (chat("b")[:-1], 20 * MS), (chat("b")[-1:] + DONE, 31 * MS)],
+       [(chat("a")[:7], 10 * MS), (chat("a")[7:], 12 * MS),
+        (chat("b")[:-1], 20 * MS), (chat("b")[-1:] + DONE, 31 * MS)],
        ttft_ms=12, itl_ms=[19], tokens=2),
     TC("SSE comments (keep-alives) are skipped",
        ticks(b": ping\n\n", chat("a"), b": ping\n\n", chat("b"), DONE),
@@ -91,6 +93,7 @@ CASES = [
     TC("an error event in the stream fails the request", ticks(chat("a"), ev({"error": {"message": "oom"}})),
        ok=False, error_kind="server_error", ttft_ms=10, tokens=1),
 ]
+# fmt: on
 
 
 def replay(tc: TC):

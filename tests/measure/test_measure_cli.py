@@ -14,8 +14,18 @@ DIST_KEYS = {"mean", "p50", "p90", "p99"}
 
 
 def test_json_has_per_suite_results_and_the_run_file(scripted_server, measure):
-    m = measure(scripted_server.url, "--model", "tokens=5,run=cli", "--suite", "repetitive", "--suite", "code",
-                "--requests", "2", "--json")
+    m = measure(
+        scripted_server.url,
+        "--model",
+        "tokens=5,run=cli",
+        "--suite",
+        "repetitive",
+        "--suite",
+        "code",
+        "--requests",
+        "2",
+        "--json",
+    )
     out = m.json()
     assert [g["name"] for g in out["suites"]] == ["repetitive", "code"]
     for g in out["suites"]:
@@ -34,7 +44,9 @@ def test_tables_name_each_suite_and_carry_units(scripted_server, measure):
 
 def test_model_defaults_to_the_first_served_id_and_out_to_runs(scripted_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(cli, ["measure", scripted_server.url + "/v1", "--suite", "code", "--requests", "1", "--json"])
+    r = CliRunner().invoke(
+        cli, ["measure", scripted_server.url + "/v1", "--suite", "code", "--requests", "1", "--json"]
+    )
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["run_file"].startswith("runs/") and os.path.exists(out["run_file"])
@@ -43,16 +55,36 @@ def test_model_defaults_to_the_first_served_id_and_out_to_runs(scripted_server, 
 
 
 def test_completions_api_and_reasoning_chunks_are_timed(scripted_server, measure):
-    m = measure(scripted_server.url, "--model", "tokens=6,run=cmpl", "--api", "completions", "--suite", "code",
-                "--requests", "1", "--json")
+    m = measure(
+        scripted_server.url,
+        "--model",
+        "tokens=6,run=cmpl",
+        "--api",
+        "completions",
+        "--suite",
+        "code",
+        "--requests",
+        "1",
+        "--json",
+    )
     assert m.json()["suites"][0]["output_tokens"]["mean"] == 6
-    m = measure(scripted_server.url, "--model", "tokens=6,reasoning=4,usage=0,run=think", "--suite", "code",
-                "--requests", "1", "--json")
+    m = measure(
+        scripted_server.url,
+        "--model",
+        "tokens=6,reasoning=4,usage=0,run=think",
+        "--suite",
+        "code",
+        "--requests",
+        "1",
+        "--json",
+    )
     g = m.json()["suites"][0]
     assert g["output_tokens"]["mean"] == 6, "4 reasoning + 2 content chunks, all tokens"
     assert g["token_count_source"] == ["chunks"], "no usage from the server: said so"
 
 
 def test_a_stream_without_done_line_but_with_finish_reason_is_ok(scripted_server, measure):
-    m = measure(scripted_server.url, "--model", "tokens=4,done=0,run=nodone", "--suite", "code", "--requests", "1", "--json")
+    m = measure(
+        scripted_server.url, "--model", "tokens=4,done=0,run=nodone", "--suite", "code", "--requests", "1", "--json"
+    )
     assert m.json()["requests_ok"] == 1

@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from conftest import assert_summary_reproduced, free_port
 
 from decodescope.errors import DecodescopeError
 from decodescope.measure.runfile import read_run
-from conftest import assert_summary_reproduced, free_port
 
 pytestmark = pytest.mark.server
 
@@ -29,7 +29,7 @@ class TC:
 
 
 FAULTS = [
-    TC("HTTP 5xx with a body", "fault=http,code=500", "http", "HTTP 500: {\"error\": {\"message\": \"scripted failure\""),
+    TC("HTTP 5xx with a body", "fault=http,code=500", "http", 'HTTP 500: {"error": {"message": "scripted failure"'),
     TC("HTTP 4xx with a body", "fault=http,code=429", "http", "HTTP 429"),
     TC("stream dropped mid-response", "fault=drop", "dropped", "dropped mid-response"),
     TC("malformed SSE chunk", "fault=malformed", "malformed", "malformed SSE chunk"),
@@ -42,7 +42,19 @@ FAULTS = [
 @pytest.mark.parametrize("tc", FAULTS, ids=lambda tc: tc.name)
 def test_fault_fails_its_request_and_the_run_goes_on(tc, scripted_server, measure):
     model = f"{tc.model},every=2,run={tc.error_kind}-{tc.name[:8]}"  # every 2nd request misbehaves
-    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "4", "--warmup", "0", "--json", *tc.extra)
+    m = measure(
+        scripted_server.url,
+        "--model",
+        model,
+        "--suite",
+        "code",
+        "--requests",
+        "4",
+        "--warmup",
+        "0",
+        "--json",
+        *tc.extra,
+    )
     assert m.exception is None and m.exit_code == 0, m.stderr
     (suite,) = m.json()["suites"]
     assert (suite["requests_ok"], suite["requests_failed"]) == (2, 2)
@@ -72,8 +84,26 @@ def test_unreachable_server_without_model_is_a_clear_error(measure):
 def test_ctrl_c_stops_cleanly_with_130_and_keeps_finished_requests(scripted_server, tmp_path):
     out = tmp_path / "run.jsonl"
     model = "tokens=10,interval_ms=40,run=sigint"  # 0.4 s per request
-    cmd = [sys.executable, "-m", "decodescope", "measure", scripted_server.url, "--model", model, "--suite", "code",
-           "--requests", "30", "--concurrency", "2", "--warmup", "0", "--out", str(out), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "decodescope",
+        "measure",
+        scripted_server.url,
+        "--model",
+        model,
+        "--suite",
+        "code",
+        "--requests",
+        "30",
+        "--concurrency",
+        "2",
+        "--warmup",
+        "0",
+        "--out",
+        str(out),
+        "--json",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _wait_for_requests(out, 2, proc)
     proc.send_signal(signal.SIGINT)
@@ -101,12 +131,32 @@ def _wait_for_requests(path, n: int, proc, timeout_s: float = 30) -> None:
 
 def test_api_key_comes_from_the_environment_and_is_never_saved(scripted_server, measure):
     model = "key=s3cret-value,run=key"  # the server answers 401 without this bearer key
-    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "1", "--json",
-                env={"OPENAI_API_KEY": "s3cret-value"})
+    m = measure(
+        scripted_server.url,
+        "--model",
+        model,
+        "--suite",
+        "code",
+        "--requests",
+        "1",
+        "--json",
+        env={"OPENAI_API_KEY": "s3cret-value"},
+    )
     assert m.json()["requests_ok"] == 1
     assert "s3cret-value" not in m.run_file.read_text().replace(model, "")
-    m = measure(scripted_server.url, "--model", model, "--suite", "code", "--requests", "1", "--json",
-                "--api-key-env", "DS_KEY", env={"DS_KEY": "s3cret-value", "OPENAI_API_KEY": None})
+    m = measure(
+        scripted_server.url,
+        "--model",
+        model,
+        "--suite",
+        "code",
+        "--requests",
+        "1",
+        "--json",
+        "--api-key-env",
+        "DS_KEY",
+        env={"DS_KEY": "s3cret-value", "OPENAI_API_KEY": None},
+    )
     assert m.json()["requests_ok"] == 1, "--api-key-env names the variable to read"
     m = measure(scripted_server.url, "--model", model, "--api-key-env", "DS_UNSET_KEY", env={"DS_UNSET_KEY": None})
     assert isinstance(m.exception, DecodescopeError) and "DS_UNSET_KEY" in str(m.exception)

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from conftest import assert_summary_reproduced
+
 from decodescope.errors import DecodescopeError
 from decodescope.measure.runfile import RunWriter, read_run
 
@@ -13,8 +13,18 @@ pytestmark = pytest.mark.server
 
 @pytest.fixture
 def finished_run(scripted_server, measure):
-    m = measure(scripted_server.url, "--model", "tokens=6,run=runfile", "--suite", "code", "--suite", "prose",
-                "--requests", "3", "--json")
+    m = measure(
+        scripted_server.url,
+        "--model",
+        "tokens=6,run=runfile",
+        "--suite",
+        "code",
+        "--suite",
+        "prose",
+        "--requests",
+        "3",
+        "--json",
+    )
     assert m.exit_code == 0
     return m
 

@@ -6,8 +6,8 @@ interval per running request."""
 import json
 
 import pytest
-
 from conftest import assert_summary_reproduced
+
 from decodescope.measure.runfile import read_run
 
 pytestmark = pytest.mark.server
@@ -22,9 +22,27 @@ def stats_run(scripted_server, tmp_path_factory):
     from decodescope.cli.main import cli
 
     out = tmp_path_factory.mktemp("stats") / "run.jsonl"
-    args = ["measure", scripted_server.url, "--model", MODEL, "--suite", "code", "--suite", "prose",
-            "--requests", "3", "--server-log", str(scripted_server.log),
-            "--metrics-url", scripted_server.url + "/metrics", "--metrics-interval", "0.1", "--out", str(out), "--json"]
+    args = [
+        "measure",
+        scripted_server.url,
+        "--model",
+        MODEL,
+        "--suite",
+        "code",
+        "--suite",
+        "prose",
+        "--requests",
+        "3",
+        "--server-log",
+        str(scripted_server.log),
+        "--metrics-url",
+        scripted_server.url + "/metrics",
+        "--metrics-interval",
+        "0.1",
+        "--out",
+        str(out),
+        "--json",
+    ]
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout), out
@@ -59,8 +77,20 @@ def test_samples_straddling_warmup_or_idle_time_are_left_out(stats_run):
 
 
 def test_metrics_alone_also_give_accept_len(scripted_server, measure):
-    m = measure(scripted_server.url, "--model", MODEL, "--suite", "code", "--requests", "3", "--json",
-                "--metrics-url", scripted_server.url + "/metrics", "--metrics-interval", "0.1")
+    m = measure(
+        scripted_server.url,
+        "--model",
+        MODEL,
+        "--suite",
+        "code",
+        "--requests",
+        "3",
+        "--json",
+        "--metrics-url",
+        scripted_server.url + "/metrics",
+        "--metrics-interval",
+        "0.1",
+    )
     (suite,) = m.json()["suites"]
     assert suite["accept_len"]["source"] == "metrics"
     assert suite["accept_len"]["mean"] == pytest.approx(3.0)

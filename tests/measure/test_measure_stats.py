@@ -33,11 +33,27 @@ def test_distribution(tc):
 
 def request(start_s, end_s, ok=True, warmup=False, suite="code", **kw) -> RequestResult:
     base = dict(
-        suite=suite, prompt_index=0, warmup=warmup, concurrency=1, rate=None, ok=ok,
-        error_kind=None if ok else "http", error=None if ok else "HTTP 500", http_status=200 if ok else 500,
-        start_s=start_s, end_s=end_s, ttft_ms=10.0 if ok else None, itl_ms=(5.0, 5.0) if ok else (),
-        latency_ms=20.0 if ok else None, output_tokens=3 if ok else 0, token_count_source="usage",
-        chunk_tokens=None, decode_tok_s=200.0 if ok else None, output_chars=3, finish_reason="length", response_id=None,
+        suite=suite,
+        prompt_index=0,
+        warmup=warmup,
+        concurrency=1,
+        rate=None,
+        ok=ok,
+        error_kind=None if ok else "http",
+        error=None if ok else "HTTP 500",
+        http_status=200 if ok else 500,
+        start_s=start_s,
+        end_s=end_s,
+        ttft_ms=10.0 if ok else None,
+        itl_ms=(5.0, 5.0) if ok else (),
+        latency_ms=20.0 if ok else None,
+        output_tokens=3 if ok else 0,
+        token_count_source="usage",
+        chunk_tokens=None,
+        decode_tok_s=200.0 if ok else None,
+        output_chars=3,
+        finish_reason="length",
+        response_id=None,
     )
     return RequestResult(**(base | kw))
 

@@ -24,8 +24,10 @@ def test_the_seed_scenario_prompt_is_in_the_repetitive_suite():
 
 def test_a_user_suite_takes_prompts_messages_and_max_tokens(tmp_path):
     path = tmp_path / "mine.jsonl"
-    lines = [{"prompt": "hi", "max_tokens": 7}, {"messages": [{"role": "system", "content": "be brief"},
-                                                              {"role": "user", "content": "why?"}]}]
+    lines = [
+        {"prompt": "hi", "max_tokens": 7},
+        {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "why?"}]},
+    ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     s = load_suite(str(path))
     assert s.name == "mine"
@@ -71,8 +73,12 @@ class Body:
 
 
 BODIES = [
-    Body("chat wraps a prompt as one user message", "chat", Prompt("hi"),
-         {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}),
+    Body(
+        "chat wraps a prompt as one user message",
+        "chat",
+        Prompt("hi"),
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 64},
+    ),
     Body("completions sends the text", "completions", Prompt("hi"), {"prompt": "hi", "max_tokens": 64}),
     Body("a prompt's own max_tokens wins", "chat", Prompt("hi", max_tokens=5), {"max_tokens": 5}),
 ]
@@ -80,14 +86,25 @@ BODIES = [
 
 @pytest.mark.parametrize("b", BODIES, ids=lambda b: b.name)
 def test_request_body(b):
-    body = payload(Endpoint("http://x", b.api, "m"), Job("s", 0, b.prompt), Sampling(64, 0.0, 5.0, {"ignore_eos": True}))
+    body = payload(
+        Endpoint("http://x", b.api, "m"), Job("s", 0, b.prompt), Sampling(64, 0.0, 5.0, {"ignore_eos": True})
+    )
     assert body | b.want == body, body
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["ignore_eos"] is True, "--extra-body fields reach the server"
 
 
-@pytest.mark.parametrize("url", ["http://h:8000", "http://h:8000/", "http://h:8000/v1", "http://h:8000/v1/chat/completions",
-                                 "http://u:pw@h:8000/v1/completions", "http://h:8000/v1/models"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://h:8000",
+        "http://h:8000/",
+        "http://h:8000/v1",
+        "http://h:8000/v1/chat/completions",
+        "http://u:pw@h:8000/v1/completions",
+        "http://h:8000/v1/models",
+    ],
+)
 def test_any_form_of_the_server_url_gives_its_root(url):
     assert base_url(url) == "http://h:8000"
 

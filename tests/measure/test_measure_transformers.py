@@ -2,8 +2,8 @@
 random-weight Llama and a BPE tokenizer built by the test (conftest.py; no download)."""
 
 import pytest
-
 from conftest import assert_summary_reproduced
+
 from decodescope.measure.runfile import read_run
 
 pytestmark = pytest.mark.server
@@ -32,8 +32,17 @@ def test_every_bundled_suite_streams_and_is_timed(transformers_server, measure, 
 
 
 def test_a_local_tokenizer_splits_tokens_per_chunk(transformers_server, tiny_model_dir, measure):
-    m = measure(transformers_server.url, "--suite", "code", *SHORT, "--concurrency", "2",
-                "--tokenizer", str(tiny_model_dir), "--json")
+    m = measure(
+        transformers_server.url,
+        "--suite",
+        "code",
+        *SHORT,
+        "--concurrency",
+        "2",
+        "--tokenizer",
+        str(tiny_model_dir),
+        "--json",
+    )
     assert m.json()["suites"][0]["requests_ok"] == 2
     for r in read_run(m.run_file).requests:
         assert r.chunk_tokens is not None and len(r.chunk_tokens) == len(r.itl_ms) + 1
