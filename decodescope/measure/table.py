@@ -43,14 +43,14 @@ def _table(g: dict) -> Table:
 def _footer(g: dict) -> str:
     parts = []
     if g.get("output_tok_s") is not None:
-        parts.append(f"output, all streams: {g['output_tok_s']:.1f} tok/s")
+        parts.append(f"all streams {g['output_tok_s']:.1f} tok/s")
     if g.get("tokens_per_chunk") is not None:
-        parts.append(f"tokens per chunk: {g['tokens_per_chunk']:.2f}")
+        parts.append(f"{g['tokens_per_chunk']:.2f} tokens/chunk")
     if g.get("token_count_source"):
-        parts.append(f"tokens counted by: {', '.join(g['token_count_source'])}")
+        parts.append(f"counted by {', '.join(g['token_count_source'])}")
     if g.get("errors"):
-        parts.append("failures: " + ", ".join(f"{k} {v}" for k, v in g["errors"].items()))
-    return "  " + "; ".join(parts)
+        parts.append("failed: " + ", ".join(f"{k} {v}" for k, v in g["errors"].items()))
+    return "  " + " · ".join(parts)
 
 
 def _fmt(x) -> str:
