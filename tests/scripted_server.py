@@ -1,6 +1,6 @@
 """A real OpenAI-compatible SSE server that misbehaves on purpose, for tests and benchmarks.
 
-Run: python tests/scripted_server.py --port P [--interval-ms 20 --tokens 64 --log F --send-log F]
+Run: python tests/scripted_server.py --port P [--interval-ms 20 --tokens 64 --log F --send-log F --lockstep]
 
 Each request's behaviour comes from its "model" field, "k=v,k=v" (unknown model names
 take the defaults), so one server process serves every fault test:
@@ -29,6 +29,30 @@ import uuid
 from aiohttp import web
 
 
+class Steps:
+    """One clock for every stream of one interval (--lockstep): they advance together, one
+    chunk each per step, as the streams of one batched decode step do."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self.at = None  # loop time of the next step
+        self.waiting: list[asyncio.Future] = []
+
+    async def next(self) -> None:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self.waiting.append(fut)
+        if len(self.waiting) == 1:  # the first stream to ask schedules the step
+            self.at = max(self.at + self.interval_s, loop.time()) if self.at else loop.time() + self.interval_s
+            loop.call_at(self.at, self.release)
+        await fut
+
+    def release(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for fut in waiting:
+            fut.set_result(None)
+
+
 class Scripted:
     def __init__(self, args):
         self.args = args
@@ -40,6 +64,7 @@ class Scripted:
         self.rounds_since_log = 0
         self.tokens_since_log = 0
         self.last_log = time.monotonic()
+        self.steps: dict[float, Steps] = {}
         self.log = open(args.log, "a", buffering=1) if args.log else None
         self.send_log = open(args.send_log, "a", buffering=1) if args.send_log else None
 
@@ -55,6 +80,12 @@ class Scripted:
         if p["fault"] and self.count[model] % p["every"] != 0:
             p["fault"] = None
         return p
+
+    async def wait_chunk(self, interval_ms: float, t0: float, i: int) -> None:
+        if self.args.lockstep:
+            await self.steps.setdefault(interval_ms, Steps(interval_ms / 1e3)).next()
+        else:  # each stream on its own absolute schedule
+            await asyncio.sleep(max(0.0, t0 + (i + 1) * interval_ms / 1e3 - time.monotonic()))
 
     def round_done(self, tpc: int) -> None:
         # one text chunk = one decode round that produced tpc tokens (tpc - 1 accepted drafts + 1 bonus)
@@ -136,7 +167,7 @@ async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> Non
     n = 0 if p["fault"] == "no_tokens" else p["tokens"]
     sent_ns, t0 = [], time.monotonic()
     for i in range(n):
-        await asyncio.sleep(max(0.0, t0 + (i + 1) * p["interval_ms"] / 1e3 - time.monotonic()))
+        await s.wait_chunk(p["interval_ms"], t0, i)
         if i == p["after"] and await fault_strikes(request, resp, p, send):
             return
         kind = "reasoning_content" if i < p["reasoning"] else "content"
@@ -203,6 +234,7 @@ def parse_args(argv=None):
     ap.add_argument("--log", help="append SGLang-style Decode batch lines here")
     ap.add_argument("--log-every", type=int, default=8, help="decode rounds per log line")
     ap.add_argument("--send-log", help="append each response's text-chunk send times (perf_counter_ns) here")
+    ap.add_argument("--lockstep", action="store_true", help="streams of one interval send their chunks together")
     return ap.parse_args(argv)
 
 

@@ -1,26 +1,24 @@
-"""Arrival times of a streamed response, stamped at the socket read rather than when the
-reading coroutine gets to run.
+"""A streamed response's bytes, handed on as each socket read happens and stamped then.
 
-With 32 streams, one decode step on the server sends 32 chunks at once; one event-loop
-pass then reads 32 sockets and wakes 32 coroutines, and the last one would read its
-clock late by the parsing of the 31 before it (about 2 ms at 60 us each). So the
-response's connection protocol is wrapped for the duration of the response: its
-data_received (the asyncio callback the transport calls with each socket read) stamps
-the read before handing the bytes on, and notes how many payload bytes the response had
-after that read. The reading coroutine then cuts what it reads at those byte counts and
-gives each piece its own read's time.
+With 32 streams, one decode step on the server sends 32 chunks at once. Read the usual
+way, one event-loop pass reads the 32 sockets and wakes 32 coroutines, and each reads
+its clock late by the work of those woken before it; bytes that arrive meanwhile wait
+for the whole pass. So for the duration of a response its connection's protocol is
+wrapped: its data_received (the asyncio callback the transport calls with each socket
+read) lets aiohttp parse the HTTP framing, then takes the new payload bytes straight out
+of the response and hands them to `on_data` with the read's time. The reading coroutine
+is not woken per chunk at all; it waits for the end of the response.
 
-The stamp itself: on a loop from new_event_loop(), the moment the loop's wait for
-sockets returned, since every byte read in that loop pass was there by then (reading the
-clock in data_received would add the reads of the sockets served before it in the same
-pass, ~25 us each). On any other loop, perf_counter_ns() in data_received. Where a
-connection has no protocol to wrap (a future aiohttp), the coroutine's own clock read.
+The time of a read: on a loop from new_event_loop(), the moment the loop's wait for
+sockets returned, since every byte read in that pass was there by then (a clock read in
+data_received would add the reads served before it in the same pass, ~25 us each). On
+any other loop, perf_counter_ns() in data_received. Where a connection has no protocol
+to wrap (a future aiohttp), the coroutine reads the response and reads the clock itself.
 """
 
 import asyncio
 import selectors
 import time
-from collections import deque
 
 
 class WakeStampSelector(selectors.DefaultSelector):
@@ -47,53 +45,43 @@ def _read_clock(clock):
     return (lambda: selector.woke_ns) if selector is not None else clock
 
 
-class ArrivalClock:
-    def __init__(self, resp, clock):
-        self._content = resp.content
-        self._clock = clock
-        self._proto = resp.connection.protocol if resp.connection is not None else None
-        self._stamps: deque = deque()  # (payload bytes received after the read, t_ns of the read)
-        self._read = 0  # payload bytes handed to the caller so far
-        self._installed = False
+async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
+    """Hand every payload byte of `resp` to on_data(bytes, t_ns) until the response ends.
+    True when the reads were stamped in the protocol callback, False when by the coroutine."""
+    content = resp.content
+    proto = resp.connection.protocol if resp.connection is not None else None
+    if proto is None or not hasattr(proto, "__dict__") or "data_received" in vars(proto):
+        async for data in content.iter_any():  # cannot wrap (or someone else did): coroutine-side clock
+            on_data(data, clock())
+        return False
+    received, read_time = proto.data_received, _read_clock(clock)
+    draining = False
 
-    def __enter__(self) -> "ArrivalClock":
-        proto = self._proto
-        if proto is None or not hasattr(proto, "__dict__") or "data_received" in vars(proto):
-            return self  # cannot wrap (or someone else already did): coroutine-side clock
-        # bytes that came in with the headers arrived no later than now
-        self._stamps.append((self._content.total_bytes, self._clock()))
-        received = proto.data_received
-        clock, content, stamps = _read_clock(self._clock), self._content, self._stamps
+    def data_received(data: bytes) -> None:
+        nonlocal draining
+        if not data or draining:  # aiohttp calls back in (empty) when a drain resumes reading
+            return received(data)
+        t = read_time()
+        received(data)  # aiohttp: HTTP framing, then the payload into `content`
+        draining = True
+        try:
+            _drain(content, on_data, t)
+        finally:
+            draining = False
 
-        def data_received(data: bytes) -> None:
-            if not data:  # aiohttp calls it empty when it resumes reading: no arrival
-                return received(data)
-            t = clock()
-            received(data)
-            stamps.append((content.total_bytes, t))
+    _drain(content, on_data, clock())  # bytes that came with the headers arrived no later than now
+    proto.data_received = data_received
+    try:
+        await content.wait_eof()
+    finally:
+        del proto.data_received  # the connection goes back to the pool as it was
+    _drain(content, on_data, clock())
+    return True
 
-        proto.data_received = data_received
-        self._installed = True
-        return self
 
-    def __exit__(self, *exc) -> None:
-        if self._installed:
-            del self._proto.data_received  # the connection goes back to the pool as it was
-            self._installed = False
-
-    def pieces(self, data: bytes) -> list[tuple[bytes, int]]:
-        """`data` as read from the stream, cut where socket reads ended, each piece with its read's time."""
-        start = pos = self._read
-        end = self._read = start + len(data)
-        out = []
-        while pos < end:
-            while self._stamps and self._stamps[0][0] <= pos:
-                self._stamps.popleft()  # reads whose bytes were all handed out already
-            if not self._stamps:
-                out.append((data[pos - start :], self._clock()))
-                break
-            upto, t = self._stamps[0]
-            cut = min(upto, end)
-            out.append((data[pos - start : cut - start], t))
-            pos = cut
-        return out
+def _drain(content, on_data, t: int) -> None:
+    if content.exception() is not None:
+        return  # the payload failed (e.g. a broken chunk): wait_eof raises it in the reader
+    data = content.read_nowait(-1)
+    if data:
+        on_data(data, t)

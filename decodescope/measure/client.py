@@ -1,9 +1,9 @@
 """Streaming client for OpenAI-compatible servers: one request in, one RequestResult out.
 
-Timing: perf_counter_ns is read once per socket read (aiohttp's iter_any hands over
-whatever bytes have arrived), so events that arrived together share a timestamp and
-parsing one event never delays the clock of the next. Every failure is caught into
-the result (error_kind + error), so one bad request cannot end a run.
+Timing: every socket read is stamped as it happens and parsed there (arrival.py), so
+events that arrived together share a timestamp and no stream's parsing delays the
+clock of another. Every failure is caught into the result (error_kind + error), so one
+bad request cannot end a run.
 """
 
 import asyncio
@@ -14,7 +14,7 @@ import aiohttp
 from yarl import URL
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure.arrival import ArrivalClock
+from decodescope.measure.arrival import read_stamped
 from decodescope.measure.stream import StreamAccumulator
 from decodescope.measure.suites import Prompt
 from decodescope.measure.tokens import count_tokens
@@ -156,12 +156,7 @@ async def send_request(
                 text = await resp.text(errors="replace")
                 acc.fail("http", f"HTTP {status}: {text[:500]}")
             else:
-                with ArrivalClock(resp, clock) as arrivals:
-                    async for data in resp.content.iter_any():
-                        for piece, t in arrivals.pieces(data):
-                            acc.feed(piece, t)
-                        if acc.error_kind is not None:
-                            break
+                await read_stamped(resp, acc.feed, clock)
     except asyncio.CancelledError:  # only the load runner cancels, on Ctrl-C: keep the request
         asyncio.current_task().uncancel()
         acc.fail("cancelled", "interrupted (Ctrl-C) before the stream finished")

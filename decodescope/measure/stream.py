@@ -39,6 +39,8 @@ class StreamAccumulator:
 
     def feed(self, data: bytes, t_ns: int) -> None:
         """Take one socket read; every event completed by it arrived at t_ns."""
+        if self.error_kind is not None:
+            return  # the request has failed: the rest of the stream is not read
         self._last_feed_ns = t_ns
         buf = self._buf + data
         if b"\r" in buf:

@@ -1,6 +1,5 @@
-"""Chunks are timed when their socket read happened, not when the reading coroutine got
-round to them (decodescope/measure/arrival.py): a reader that falls behind still sees
-the true gaps. Against the real scripted server, one chunk every 10 ms."""
+"""Socket reads handed on and stamped as they happen (decodescope/measure/arrival.py),
+against the real scripted server streaming one chunk every 10 ms."""
 
 import asyncio
 import statistics
@@ -8,61 +7,73 @@ import time
 
 import pytest
 
-from decodescope.measure.arrival import ArrivalClock, new_event_loop
+from decodescope.measure.arrival import new_event_loop, read_stamped
 from decodescope.measure.client import open_session
 from decodescope.measure.stream import StreamAccumulator
 
 pytestmark = pytest.mark.server
 
+BODY = {"model": "tokens=20,interval_ms=10,run=arrival", "messages": [{"role": "user", "content": "x"}], "stream": True}
 
-async def late_reader(url: str, lag_s: float):
-    """Stream one chat request, sleeping lag_s after each read so that socket reads pile up."""
-    body = {
-        "model": "tokens=20,interval_ms=10,run=arrival",
-        "messages": [{"role": "user", "content": "x"}],
-        "stream": True,
-    }
-    piled = 0
+
+async def stream_once(url: str):
+    """One chat stream through read_stamped; what each read saw, and the parsed stream."""
+    seen = []  # (t_ns handed on, protocol wrapped at that moment, selector wake time or None)
     async with open_session(1, 10) as session:
-        async with session.post(url + "/v1/chat/completions", json=body) as resp:
+        async with session.post(url + "/v1/chat/completions", json=BODY) as resp:
             proto = resp.connection.protocol
             acc = StreamAccumulator("chat", time.perf_counter_ns())
-            with ArrivalClock(resp, time.perf_counter_ns) as arrivals:
-                wrapped = "data_received" in vars(proto)
-                async for data in resp.content.iter_any():
-                    pieces = arrivals.pieces(data)
-                    piled += len(pieces) > 1
-                    for piece, t in pieces:
-                        acc.feed(piece, t)
-                    await asyncio.sleep(lag_s)
-            unwrapped = "data_received" not in vars(proto)
+            selector = getattr(asyncio.get_running_loop(), "decodescope_wake_stamps", None)
+
+            def on_data(data, t):
+                seen.append((t, "data_received" in vars(proto), selector.woke_ns if selector else None))
+                acc.feed(data, t)
+
+            stamped = await read_stamped(resp, on_data)
+            restored = "data_received" not in vars(proto)
     acc.finish()
-    return acc, piled, wrapped, unwrapped
+    return acc, seen, stamped, restored
 
 
 @pytest.mark.parametrize("loop", [None, new_event_loop], ids=["any asyncio loop", "wake-stamping loop"])
-def test_a_late_reader_still_gets_each_chunks_own_read_time(scripted_server, loop):
+def test_reads_are_handed_on_in_the_protocol_callback_with_their_time(scripted_server, loop):
     with asyncio.Runner(loop_factory=loop) as runner:
-        acc, piled, wrapped, unwrapped = runner.run(late_reader(scripted_server.url, lag_s=0.035))
-    assert wrapped and unwrapped, "wrap the connection's protocol for the response, then give it back as it was"
-    assert acc.error_kind is None and len(acc.token_times_ns) == 20
-    assert piled >= 3, "the reader must have fallen behind for this test to mean anything"
+        acc, seen, stamped, restored = runner.run(stream_once(scripted_server.url))
+    assert stamped and restored, "wrap the connection's protocol for the response, then give it back as it was"
+    assert all(wrapped for _, wrapped, _ in seen[1:]), "every read after the headers comes through the wrapper"
+    assert acc.error_kind is None and len(acc.token_times_ns) == 20, "every byte, in order"
     gaps_ms = [(b - a) / 1e6 for a, b in zip(acc.token_times_ns, acc.token_times_ns[1:])]
     assert statistics.median(gaps_ms) == pytest.approx(10, abs=2), gaps_ms
-    assert sum(g < 3 for g in gaps_ms) <= 2, f"piled-up chunks must not share one time: {gaps_ms}"
+    if loop is new_event_loop:
+        assert all(t == woke for t, wrapped, woke in seen if wrapped), "a read's time is its loop pass's wake-up"
 
 
-def test_the_next_request_on_a_reused_connection_is_timed_too(scripted_server):
+def test_the_next_request_on_a_reused_connection_is_stamped_too(scripted_server):
     async def two():
         out = []
         async with open_session(1, 10) as session:  # one connection, kept alive between the two
             for _ in range(2):
                 body = {"model": "tokens=3,run=reuse", "prompt": "x", "stream": True}
                 async with session.post(scripted_server.url + "/v1/completions", json=body) as resp:
-                    with ArrivalClock(resp, time.perf_counter_ns) as arrivals:
-                        out.append("data_received" in vars(resp.connection.protocol))
-                        async for data in resp.content.iter_any():
-                            arrivals.pieces(data)
+                    chunks = []
+                    out.append(
+                        (await read_stamped(resp, lambda d, t: chunks.append(d)), b"".join(chunks).count(b"t_ns"))
+                    )
         return out
 
-    assert asyncio.run(two()) == [True, True]
+    assert asyncio.run(two()) == [(True, 3), (True, 3)]
+
+
+def test_a_protocol_already_wrapped_falls_back_to_reading_in_the_coroutine(scripted_server):
+    async def nested():
+        async with open_session(1, 10) as session:
+            body = {"model": "tokens=3,run=nested", "prompt": "x", "stream": True}
+            async with session.post(scripted_server.url + "/v1/completions", json=body) as resp:
+                proto = resp.connection.protocol
+                proto.data_received = proto.data_received  # someone else's wrapper
+                chunks = []
+                stamped = await read_stamped(resp, lambda d, t: chunks.append(d))
+                del proto.data_received
+        return stamped, b"".join(chunks).count(b"t_ns")
+
+    assert asyncio.run(nested()) == (False, 3)
