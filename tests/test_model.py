@@ -8,7 +8,7 @@ from decodescope.arch import load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_gpu
 from decodescope.model import make_deployment, parse_format, predict
-from decodescope.model.ops import expected_experts
+from decodescope.model.ops import busiest_rank_experts, expected_experts
 from decodescope.model.predict import ceiling_rates
 from decodescope.model.round import verify_ops
 
@@ -56,6 +56,24 @@ def test_reference_case_weights_and_ceiling_by_hand():
 ])
 def test_expected_distinct_experts(experts, k, tokens, expected):
     assert expected_experts(experts, k, tokens) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("experts, k, tokens, ep, expected", [
+    (256, 8, 1, 1, 8.0),  # no EP: every touched expert, split by TP
+    (8, 2, 1, 2, 1.43),  # 2 of 8 experts, 2 ranks of 4: exactly 10/7 (both on one rank 3/7 of the time)
+    (256, 8, 1, 8, 2.544),  # 8 experts over 8 ranks: the busiest holds ~2.5, not 1
+    (256, 8, 10_000, 8, 32.0),  # every expert touched: E / ep
+])
+def test_busiest_expert_parallel_rank(experts, k, tokens, ep, expected):
+    assert busiest_rank_experts(experts, k, tokens, ep) == pytest.approx(expected, abs=0.07)
+
+
+def test_expert_parallel_reads_more_on_the_busiest_rank_at_batch_one():
+    arch = load_arch("deepseek-v3")
+    tp = _predict("deepseek-v3", "h200", tp=8, weights="fp8")
+    ep = predict(arch, make_deployment(arch, "h200", tp=8, ep=8, weights="fp8"))
+    assert ep.ceiling.ms("weights") > 1.5 * tp.ceiling.ms("weights")  # EP's imbalance at batch 1
+    assert ep.memory.weights_bytes == pytest.approx(tp.memory.weights_bytes, rel=1e-6)  # same bytes held
 
 
 def test_moe_weights_read_grow_with_batch_but_stay_below_all_experts():

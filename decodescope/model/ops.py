@@ -5,6 +5,7 @@ costs that do not scale with bytes (kernel floors, allreduce latency)."""
 from collections import Counter
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from math import comb
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
 from decodescope.model.deployment import Deployment
@@ -41,17 +42,37 @@ def expected_experts(num_experts: int, top_k: int, tokens: int) -> float:
     return num_experts * (1 - (1 - top_k / num_experts) ** tokens)
 
 
+def busiest_rank_experts(num_experts: int, top_k: int, tokens: int, ep: int) -> float:
+    """Expected distinct experts on the busiest of `ep` ranks (E/ep experts each): the
+    rank that reads the most sets the MoE layer's time. Each expert is touched with
+    q = 1 - (1 - k/E)^tokens; per rank that is Binomial(E/ep, q) and E[max of ep] =
+    sum over x of 1 - F(x)^ep."""
+    if ep == 1:
+        return expected_experts(num_experts, top_k, tokens)
+    n = num_experts // ep
+    q = expected_experts(num_experts, top_k, tokens) / num_experts
+    if q >= 1.0:
+        return float(n)
+    pmf = [comb(n, x) * q ** x * (1 - q) ** (n - x) for x in range(n + 1)]
+    cdf, total = 0.0, 0.0
+    for x in range(n):
+        cdf += pmf[x]
+        total += 1 - cdf ** ep
+    return total
+
+
 def _roofline(component, name, nbytes, flops, bw, peak) -> Op:
     t_mem, t_comp = nbytes / bw, flops / peak if flops else 0.0
     return Op(component, name, nbytes, flops, max(t_mem, t_comp), "compute" if t_comp > t_mem else "memory")
 
 
 def tensor_params_gpu(t: Tensor, d: Deployment, touched_experts: float | None = None) -> float:
-    """Parameters of `t` one GPU holds (touched_experts=None) or reads in one pass."""
+    """Parameters of `t` one GPU holds (touched_experts=None) or reads in one pass
+    (touched_experts = the routed experts read on this GPU's rank)."""
     per = t.params // t.experts
-    if t.experts > 1:
-        experts = t.experts if touched_experts is None else touched_experts
-        return experts / d.ep * per / (d.moe_tp if t.shard in ("col", "row") else 1)
+    if t.experts > 1:  # touched_experts: already per rank
+        experts = t.experts / d.ep if touched_experts is None else touched_experts
+        return experts * per / (d.moe_tp if t.shard in ("col", "row") else 1)
     if t.shard in ("col", "row", "vocab"):
         return per / d.tp
     if t.shard == "kv":
@@ -63,7 +84,7 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
                r: Rates, mtp: bool = False) -> list[Op]:
     """One op per weight tensor; tokens = batch * tokens per request in this pass."""
     ops = []
-    touched = expected_experts(moe.num_experts, moe.num_experts_per_tok, tokens) if moe else None
+    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, tokens, d.ep) if moe else None
     for t in layer_tensors:
         bits = fmt.tensor_bits(t, mtp)
         params = tensor_params_gpu(t, d, touched)
