@@ -69,13 +69,13 @@ async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
         finally:
             draining = False
 
-    _drain(content, on_data, clock())  # bytes that came with the headers arrived no later than now
+    _drain(content, on_data, read_time())  # bytes that came with the headers arrived no later than now
     proto.data_received = data_received
     try:
         await content.wait_eof()
     finally:
         del proto.data_received  # the connection goes back to the pool as it was
-    _drain(content, on_data, clock())
+    _drain(content, on_data, read_time())
     return True
 
 
