@@ -51,9 +51,11 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
         print_prediction(p)
     m = p.memory
     if not m.fits:
+        need = (f"the weights alone need {m.weights_bytes / 1e9:.1f} GB per GPU" if m.max_batch == 0 else
+                f"{m.total_bytes / 1e9:.1f} GB per GPU needed (weights {m.weights_bytes / 1e9:.1f} GB, "
+                f"KV {m.kv_cache_bytes / 1e9:.1f} GB, state {m.state_bytes / 1e9:.1f} GB)")
         raise DecodescopeError(
-            f"does not fit: {m.total_bytes / 1e9:.1f} GB per GPU needed (weights {m.weights_bytes / 1e9:.1f} GB, "
-            f"KV {m.kv_cache_bytes / 1e9:.1f} GB, state {m.state_bytes / 1e9:.1f} GB), "
-            f"{m.usable_bytes / 1e9:.1f} GB usable of {m.capacity_bytes / 1e9:.0f} GB",
-            f"at most {m.max_batch} requests of this context fit; or add GPUs (--tp), "
-            "or use smaller weights (--weights fp8 / int4-g128) or --kv fp8")
+            f"does not fit: {need}, {m.usable_bytes / 1e9:.1f} GB usable of {m.capacity_bytes / 1e9:.0f} GB",
+            (f"at most {m.max_batch} requests of this context fit (--batch); or " if m.max_batch else "")
+            + "add GPUs (--tp / --pp), or smaller weights (--weights fp8 / int4-g128 / nvfp4)"
+            + ("" if m.max_batch == 0 else ", or --kv fp8"))
