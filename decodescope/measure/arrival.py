@@ -12,8 +12,9 @@ is not woken per chunk at all; it waits for the end of the response.
 The time of a read: on a loop from new_event_loop(), the moment the loop's wait for
 sockets returned, since every byte read in that pass was there by then (a clock read in
 data_received would add the reads served before it in the same pass, ~25 us each). On
-any other loop, perf_counter_ns() in data_received. Where a connection has no protocol
-to wrap (a future aiohttp), the coroutine reads the response and reads the clock itself.
+any other asyncio selector loop, perf_counter_ns() in data_received. Where the protocol
+cannot be wrapped (another kind of loop, a future aiohttp), the coroutine reads the
+response and reads the clock itself.
 """
 
 import asyncio
@@ -50,7 +51,10 @@ async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
     True when the reads were stamped in the protocol callback, False when by the coroutine."""
     content = resp.content
     proto = resp.connection.protocol if resp.connection is not None else None
-    if proto is None or not hasattr(proto, "__dict__") or "data_received" in vars(proto):
+    # asyncio's own selector transports look data_received up on every read; other loops
+    # (uvloop) may keep the bound method, so a wrapper would never be called there
+    selector_loop = isinstance(asyncio.get_running_loop(), asyncio.selector_events.BaseSelectorEventLoop)
+    if not selector_loop or proto is None or not hasattr(proto, "__dict__") or "data_received" in vars(proto):
         async for data in content.iter_any():  # cannot wrap (or someone else did): coroutine-side clock
             on_data(data, clock())
         return False
