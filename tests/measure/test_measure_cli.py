@@ -15,16 +15,7 @@ DIST_KEYS = {"mean", "p50", "p90", "p99"}
 
 def test_json_has_per_suite_results_and_the_run_file(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        "tokens=5,run=cli",
-        "--suite",
-        "repetitive",
-        "--suite",
-        "code",
-        "--requests",
-        "2",
-        "--json",
+        scripted_server.url, *"--model tokens=5,run=cli --suite repetitive --suite code --requests 2 --json".split()
     )
     out = m.json()
     assert [g["name"] for g in out["suites"]] == ["repetitive", "code"]
@@ -56,27 +47,11 @@ def test_model_defaults_to_the_first_served_id_and_out_to_runs(scripted_server, 
 
 def test_completions_api_and_reasoning_chunks_are_timed(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        "tokens=6,run=cmpl",
-        "--api",
-        "completions",
-        "--suite",
-        "code",
-        "--requests",
-        "1",
-        "--json",
+        scripted_server.url, *"--model tokens=6,run=cmpl --api completions --suite code --requests 1 --json".split()
     )
     assert m.json()["suites"][0]["output_tokens"]["mean"] == 6
     m = measure(
-        scripted_server.url,
-        "--model",
-        "tokens=6,reasoning=4,usage=0,run=think",
-        "--suite",
-        "code",
-        "--requests",
-        "1",
-        "--json",
+        scripted_server.url, *"--model tokens=6,reasoning=4,usage=0,run=think --suite code --requests 1 --json".split()
     )
     g = m.json()["suites"][0]
     assert g["output_tokens"]["mean"] == 6, "4 reasoning + 2 content chunks, all tokens"

@@ -42,19 +42,8 @@ FAULTS = [
 @pytest.mark.parametrize("tc", FAULTS, ids=lambda tc: tc.name)
 def test_fault_fails_its_request_and_the_run_goes_on(tc, scripted_server, measure):
     model = f"{tc.model},every=2,run={tc.error_kind}-{tc.name[:8]}"  # every 2nd request misbehaves
-    m = measure(
-        scripted_server.url,
-        "--model",
-        model,
-        "--suite",
-        "code",
-        "--requests",
-        "4",
-        "--warmup",
-        "0",
-        "--json",
-        *tc.extra,
-    )
+    args = "--suite code --requests 4 --warmup 0 --json".split()
+    m = measure(scripted_server.url, "--model", model, *args, *tc.extra)
     assert m.exception is None and m.exit_code == 0, m.stderr
     (suite,) = m.json()["suites"]
     assert (suite["requests_ok"], suite["requests_failed"]) == (2, 2)
@@ -131,33 +120,12 @@ def _wait_for_requests(path, n: int, proc, timeout_s: float = 30) -> None:
 
 def test_api_key_comes_from_the_environment_and_is_never_saved(scripted_server, measure):
     model = "key=s3cret-value,run=key"  # the server answers 401 without this bearer key
-    m = measure(
-        scripted_server.url,
-        "--model",
-        model,
-        "--suite",
-        "code",
-        "--requests",
-        "1",
-        "--json",
-        env={"OPENAI_API_KEY": "s3cret-value"},
-    )
+    one = (scripted_server.url, "--model", model, "--suite", "code", "--requests", "1", "--json")
+    m = measure(*one, env={"OPENAI_API_KEY": "s3cret-value"})
     assert m.json()["requests_ok"] == 1
     assert "s3cret-value" not in m.run_file.read_text().replace(model, "")
-    m = measure(
-        scripted_server.url,
-        "--model",
-        model,
-        "--suite",
-        "code",
-        "--requests",
-        "1",
-        "--json",
-        "--api-key-env",
-        "DS_KEY",
-        env={"DS_KEY": "s3cret-value", "OPENAI_API_KEY": None},
-    )
+    m = measure(*one, "--api-key-env", "DS_KEY", env={"DS_KEY": "s3cret-value", "OPENAI_API_KEY": None})
     assert m.json()["requests_ok"] == 1, "--api-key-env names the variable to read"
-    m = measure(scripted_server.url, "--model", model, "--api-key-env", "DS_UNSET_KEY", env={"DS_UNSET_KEY": None})
+    m = measure(*one, "--api-key-env", "DS_UNSET_KEY", env={"DS_UNSET_KEY": None})
     assert isinstance(m.exception, DecodescopeError) and "DS_UNSET_KEY" in str(m.exception)
     assert os.environ.get("DS_UNSET_KEY") is None

@@ -24,18 +24,7 @@ def most_in_flight(requests) -> int:
 
 def test_closed_loop_keeps_exactly_c_requests_in_flight(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        SLOW,
-        "--suite",
-        "code",
-        "--requests",
-        "9",
-        "--concurrency",
-        "3",
-        "--warmup",
-        "0",
-        "--json",
+        scripted_server.url, *f"--model {SLOW} --suite code --requests 9 --concurrency 3 --warmup 0 --json".split()
     )
     run = read_run(m.run_file)
     assert len(run.requests) == 9 and all(r.ok for r in run.requests)
@@ -44,18 +33,7 @@ def test_closed_loop_keeps_exactly_c_requests_in_flight(scripted_server, measure
 
 def test_a_concurrency_sweep_reports_each_level_per_suite(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        SLOW,
-        "--suite",
-        "code",
-        "--suite",
-        "prose",
-        "--requests",
-        "2",
-        "--concurrency",
-        "1,2",
-        "--json",
+        scripted_server.url, *f"--model {SLOW} --suite code --suite prose --requests 2 --concurrency 1,2 --json".split()
     )
     levels = [(g["name"], g["concurrency"], g["requests_ok"]) for g in m.json()["suites"]]
     assert levels == [("code", 1, 2), ("prose", 1, 2), ("code", 2, 2), ("prose", 2, 2)]
@@ -65,20 +43,7 @@ def test_a_concurrency_sweep_reports_each_level_per_suite(scripted_server, measu
 
 def test_poisson_arrivals_follow_the_seeded_schedule(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        SLOW,
-        "--suite",
-        "code",
-        "--requests",
-        "6",
-        "--rate",
-        "25",
-        "--seed",
-        "7",
-        "--warmup",
-        "0",
-        "--json",
+        scripted_server.url, *f"--model {SLOW} --suite code --requests 6 --rate 25 --seed 7 --warmup 0 --json".split()
     )
     (g,) = m.json()["suites"]
     assert (g["rate"], g["concurrency"], g["requests_ok"]) == (25, None, 6)

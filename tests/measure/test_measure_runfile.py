@@ -14,16 +14,7 @@ pytestmark = pytest.mark.server
 @pytest.fixture
 def finished_run(scripted_server, measure):
     m = measure(
-        scripted_server.url,
-        "--model",
-        "tokens=6,run=runfile",
-        "--suite",
-        "code",
-        "--suite",
-        "prose",
-        "--requests",
-        "3",
-        "--json",
+        scripted_server.url, *"--model tokens=6,run=runfile --suite code --suite prose --requests 3 --json".split()
     )
     assert m.exit_code == 0
     return m

@@ -77,20 +77,8 @@ def test_samples_straddling_warmup_or_idle_time_are_left_out(stats_run):
 
 
 def test_metrics_alone_also_give_accept_len(scripted_server, measure):
-    m = measure(
-        scripted_server.url,
-        "--model",
-        MODEL,
-        "--suite",
-        "code",
-        "--requests",
-        "3",
-        "--json",
-        "--metrics-url",
-        scripted_server.url + "/metrics",
-        "--metrics-interval",
-        "0.1",
-    )
+    metrics = ("--metrics-url", scripted_server.url + "/metrics", "--metrics-interval", "0.1")
+    m = measure(scripted_server.url, *f"--model {MODEL} --suite code --requests 3 --json".split(), *metrics)
     (suite,) = m.json()["suites"]
     assert suite["accept_len"]["source"] == "metrics"
     assert suite["accept_len"]["mean"] == pytest.approx(3.0)

@@ -32,17 +32,8 @@ def test_every_bundled_suite_streams_and_is_timed(transformers_server, measure, 
 
 
 def test_a_local_tokenizer_splits_tokens_per_chunk(transformers_server, tiny_model_dir, measure):
-    m = measure(
-        transformers_server.url,
-        "--suite",
-        "code",
-        *SHORT,
-        "--concurrency",
-        "2",
-        "--tokenizer",
-        str(tiny_model_dir),
-        "--json",
-    )
+    tokenizer = ("--tokenizer", str(tiny_model_dir))
+    m = measure(transformers_server.url, "--suite", "code", *SHORT, "--concurrency", "2", *tokenizer, "--json")
     assert m.json()["suites"][0]["requests_ok"] == 2
     for r in read_run(m.run_file).requests:
         assert r.chunk_tokens is not None and len(r.chunk_tokens) == len(r.itl_ms) + 1
