@@ -6,11 +6,10 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
-from decodescope.model.deployment import Deployment, Spec, check
+from decodescope.model.deployment import Deployment, Spec
 from decodescope.model.formats import parse_format
 from decodescope.model.memory import memory_fit
-from decodescope.model.predict import ceiling_rates, expected_rates
-from decodescope.model.round import estimate
+from decodescope.model.predict import estimates
 
 OTHER_GPUS = 3  # how many other GPUs of the database to list (the fastest that fit)
 
@@ -29,10 +28,8 @@ class Lever:
 
 
 def _run(arch: Arch, d: Deployment) -> tuple[float, float, bool]:
-    check(arch, d)
-    e = d.engine
-    exp = estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step)
-    return exp.tok_s, estimate(arch, d, ceiling_rates(d), 0.0, 0.0).tok_s, memory_fit(arch, d).fits
+    ceiling, expected = estimates(arch, d)
+    return expected.tok_s, ceiling.tok_s, memory_fit(arch, d).fits
 
 
 def _candidates(arch: Arch, d: Deployment) -> list[tuple[str, str, Deployment]]:

@@ -88,11 +88,17 @@ def expected_rates(d: Deployment) -> Rates:
                  link_bw=link_bandwidth(d) * d.link.bw_efficiency)
 
 
+def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
+    """(ceiling, expected) of one round."""
+    check(arch, d)
+    e = d.engine
+    return (estimate(arch, d, ceiling_rates(d), 0.0, 0.0),
+            estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step))
+
+
 def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
     """Model one decode round of `arch` served as `d` (and, if asked, its levers)."""
-    check(arch, d)
-    ceiling = estimate(arch, d, ceiling_rates(d), 0.0, 0.0)
-    expected = estimate(arch, d, expected_rates(d), d.engine.host_ms_per_pass, d.engine.host_ms_per_draft_step)
+    ceiling, expected = estimates(arch, d)
     found = ()
     if with_levers:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
