@@ -3,7 +3,10 @@
 decodescope/model/engines.toml. Coordinate search on a log grid; the objective is the
 mean |log(expected / measured)| (robust to one bad row, and symmetric).
 
-    python benchmarks/fit_engines.py ENGINE [--rows ID,ID,...]
+    python benchmarks/fit_engines.py ENGINE [PARAM ...] [--holdout odd|even]
+
+--holdout fits on every other row of the engine and prints the error on the rows held
+out (a two-fold check of how well the fitted profile carries to rows it has not seen).
 """
 
 import csv
@@ -64,20 +67,26 @@ def fit(engine_id, params, rows, sweeps=4):
 
 def main():
     engine_id = sys.argv[1]
-    params = [a for a in sys.argv[2:] if not a.startswith("--")] or list(BOUNDS)
+    holdout = sys.argv[sys.argv.index("--holdout") + 1] if "--holdout" in sys.argv else None
+    params = [a for a in sys.argv[2:] if not a.startswith("--") and a not in ("odd", "even")] or list(BOUNDS)
     pubs = {r["id"]: r for r in csv.DictReader(open(validate.DATA / "public.csv"))}
     rows = [(pubs[d["id"]], d) for d in csv.DictReader(open(validate.DATA / "deployments.csv"))
             if d["engine"] == engine_id]
+    held = []
+    if holdout:
+        held = rows[holdout == "odd"::2]
+        rows = rows[holdout != "odd"::2]
     print(f"{engine_id}: {len(rows)} rows; start mean |log err| "
           f"{objective(engine_id, engines_mod.engines()[engine_id], rows):.3f}")
     profile, score = fit(engine_id, params, rows)
     print(f"fitted mean |log err| {score:.3f}")
     for name in params:
         print(f"  {name} = {_get(profile, name):.3g}")
-    for pub, dep in rows:
-        r = validate.run_row(pub, dep)
-        print(f"  {r.id:9s} measured {r.measured:7.1f} expected "
-              + (f"{r.expected:7.1f} {r.error:+.1%}" if r.expected is not None else "n/a"))
+    for label, group in (("fitted", rows), ("held out", held)):
+        for pub, dep in group:
+            r = validate.run_row(pub, dep)
+            print(f"  {label:8s} {r.id:9s} measured {r.measured:7.1f} expected "
+                  + (f"{r.expected:7.1f} {r.error:+.1%}" if r.expected is not None else "n/a"))
 
 
 if __name__ == "__main__":
