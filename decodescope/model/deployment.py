@@ -10,7 +10,6 @@ from decodescope.model.engines import EngineProfile
 from decodescope.model.formats import WeightFormat
 
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
-SPEC_METHODS = ("none", "mtp", "eagle", "draft", "ngram")
 
 
 @dataclass(frozen=True)
