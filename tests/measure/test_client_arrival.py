@@ -2,11 +2,13 @@
 against the real scripted server streaming one chunk every 10 ms."""
 
 import asyncio
+import re
 import statistics
 import time
 
 import pytest
 
+from decodescope.measure import arrival
 from decodescope.measure.arrival import new_event_loop, read_stamped
 from decodescope.measure.client import open_session
 from decodescope.measure.stream import StreamAccumulator
@@ -16,36 +18,69 @@ pytestmark = pytest.mark.server
 BODY = {"model": "tokens=20,interval_ms=10,run=arrival", "messages": [{"role": "user", "content": "x"}], "stream": True}
 
 
-async def stream_once(url: str):
-    """One chat stream through read_stamped; what each read saw, and the parsed stream."""
+async def stream_once(url: str, busy_ms: float = 0.0):
+    """One chat stream through read_stamped; what each read saw, and the parsed stream.
+    busy_ms: the client blocks its loop that long after every second chunk, as a
+    client with a lot of other streams to parse would."""
     seen = []  # (t_ns handed on, protocol wrapped at that moment, selector wake time or None)
+    server_ns = []  # the server's perf_counter_ns just before each chunk's write
     async with open_session(1, 10) as session:
         async with session.post(url + "/v1/chat/completions", json=BODY) as resp:
             proto = resp.connection.protocol
             acc = StreamAccumulator("chat", time.perf_counter_ns())
-            selector = getattr(asyncio.get_running_loop(), "decodescope_wake_stamps", None)
+            stamps = getattr(asyncio.get_running_loop(), "decodescope_read_stamps", None)
 
             def on_data(data, t):
-                seen.append((t, "data_received" in vars(proto), selector.woke_ns if selector else None))
+                seen.append((t, "data_received" in vars(proto), stamps.woke_ns if stamps else None))
                 acc.feed(data, t)
+                server_ns.extend(int(x) for x in re.findall(rb'"t_ns": ?(\d+)', data))
+                if busy_ms and len(server_ns) % 2:
+                    time.sleep(busy_ms / 1e3)
 
             stamped = await read_stamped(resp, on_data)
             restored = "data_received" not in vars(proto)
     acc.finish()
-    return acc, seen, stamped, restored
+    return acc, seen, stamped, restored, server_ns
 
 
-@pytest.mark.parametrize("loop", [None, new_event_loop], ids=["any asyncio loop", "wake-stamping loop"])
+def gap_errors_ms(acc, server_ns) -> list[float]:
+    """Each measured inter-chunk gap minus the server's own gap between its writes."""
+    got, sent = acc.token_times_ns, server_ns
+    assert len(got) == len(sent)
+    return [((b - a) - (d - c)) / 1e6 for a, b, c, d in zip(got, got[1:], sent, sent[1:])]
+
+
+@pytest.mark.parametrize("loop", [None, new_event_loop], ids=["any asyncio loop", "stamping loop"])
 def test_reads_are_handed_on_in_the_protocol_callback_with_their_time(scripted_server, loop):
     with asyncio.Runner(loop_factory=loop) as runner:
-        acc, seen, stamped, restored = runner.run(stream_once(scripted_server.url))
+        acc, seen, stamped, restored, _ = runner.run(stream_once(scripted_server.url))
     assert stamped and restored, "wrap the connection's protocol for the response, then give it back as it was"
     assert all(wrapped for _, wrapped, _ in seen[1:]), "every read after the headers comes through the wrapper"
     assert acc.error_kind is None and len(acc.token_times_ns) == 20, "every byte, in order"
     gaps_ms = [(b - a) / 1e6 for a, b in zip(acc.token_times_ns, acc.token_times_ns[1:])]
     assert statistics.median(gaps_ms) == pytest.approx(10, abs=2), gaps_ms
-    if loop is new_event_loop:
-        assert all(t == woke for t, wrapped, woke in seen if wrapped), "a read's time is its loop pass's wake-up"
+
+
+@pytest.mark.skipif(not arrival.KERNEL_STAMPS, reason="kernel receive stamps are read on Linux x86_64 / aarch64")
+def test_a_busy_client_still_measures_the_servers_gaps_with_kernel_stamps(scripted_server):
+    """The client blocks 14 ms after every second chunk of a 10 ms stream, so every second
+    chunk is read 4 ms late; the kernel stamped each when it came in."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        acc, seen, *_, server_ns = runner.run(stream_once(scripted_server.url, busy_ms=14))
+    errors = gap_errors_ms(acc, server_ns)
+    assert statistics.median(abs(e) for e in errors) < 0.5 and max(abs(e) for e in errors) < 3, errors
+    assert any(t != woke for t, wrapped, woke in seen if wrapped), "the stamps are the kernel's, not the wake-ups"
+
+
+def test_without_kernel_stamps_a_read_is_timed_at_its_loop_wakeup(scripted_server, monkeypatch):
+    """The fallback (other kernels, TLS): right for reads in the same pass, late by the
+    client's own work for bytes that came in during it — which the kernel stamp removes."""
+    monkeypatch.setattr(arrival, "KERNEL_STAMPS", False)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        acc, seen, *_, server_ns = runner.run(stream_once(scripted_server.url, busy_ms=14))
+    assert all(t == woke for t, wrapped, woke in seen if wrapped), "a read's time is its loop pass's wake-up"
+    errors = gap_errors_ms(acc, server_ns)
+    assert statistics.median(abs(e) for e in errors) > 2, f"the blocked client shows in its gaps: {errors}"
 
 
 def test_the_next_request_on_a_reused_connection_is_stamped_too(scripted_server):
