@@ -16,7 +16,7 @@ The time of a read, best first:
   segment of the read came in off the wire (loopback: when the server wrote it). The
   client's own work — the rest of a loop pass, parsing, being scheduled off the CPU —
   then adds nothing to a gap (benchmarks/client_overhead.py, 32 streams on 2 cores:
-  p99 error 0.06 ms against 0.7-1.0 ms with the wake stamp). The stamp is
+  p99 error 0.05-0.11 ms against 0.7-0.8 ms with the wake stamp). The stamp is
   CLOCK_REALTIME; it is moved onto perf_counter_ns's clock by the offset between the
   two read at each loop wake-up. A read that holds several events (the client fell a
   whole interval behind) gives them all the last one's stamp.
