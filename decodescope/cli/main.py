@@ -14,6 +14,7 @@ COMMANDS = {
     "gpus": "decodescope.cli.gpus_cmd:gpus",
     "measure": "decodescope.cli.measure_cmd:measure",
     "log": "decodescope.cli.log_cmd:log",
+    "show": "decodescope.cli.show_cmd:show",
 }
 
 

@@ -20,6 +20,8 @@ def print_summary(summary: dict, run_file: str, console: Console | None = None) 
     for g in summary["suites"]:
         console.print(_table(g))
         console.print(_footer(g), highlight=False)
+    if len({(g.get("concurrency"), g.get("rate")) for g in summary["suites"]}) > 1:
+        console.print(_sweep(summary["suites"]))
     if summary.get("interrupted"):
         console.print("[yellow]interrupted: the summary covers the requests that finished[/yellow]")
     console.print(f"run file: {run_file}", highlight=False)
@@ -40,6 +42,36 @@ def _table(g: dict) -> Table:
     return t
 
 
+SWEEP = (  # column (unit), summary key, statistic
+    ("decode\np50\n(tok/s)", "decode_tok_s", "p50"),
+    ("all\nstreams\n(tok/s)", "output_tok_s", None),
+    ("TTFT\np50\n(ms)", "ttft_ms", "p50"),
+    ("gap\np50\n(ms)", "itl_ms", "p50"),
+    ("gap\np99\n(ms)", "itl_ms", "p99"),
+    ("accept\nlen\n(tok/rnd)", "accept_len", "mean"),
+)
+
+
+def _sweep(groups: list[dict]) -> Table:
+    """One row per suite and load level, a suite's levels together: how decode moves with load."""
+    t = Table(title="sweep (c: requests in flight, r: requests/s)", title_justify="left")
+    t.add_column("suite", no_wrap=True)
+    t.add_column("load", no_wrap=True)
+    for label, _, _ in SWEEP:
+        t.add_column(label, justify="right", no_wrap=True)
+    names = list(dict.fromkeys(g["name"] for g in groups))
+    for g in sorted(groups, key=lambda g: names.index(g["name"])):  # stable: levels stay in run order
+        load = f"r={g['rate']:g}" if g.get("rate") else f"c={g['concurrency']}"
+        t.add_row(g["name"], load, *(_fmt(_stat(g.get(key), stat)) for _, key, stat in SWEEP))
+    return t
+
+
+def _stat(d, stat):
+    if stat is None or d is None:
+        return d
+    return d.get(stat) if d.get("n") else None
+
+
 def _footer(g: dict) -> str:
     parts = []
     if g.get("output_tok_s") is not None:
@@ -56,4 +88,4 @@ def _footer(g: dict) -> str:
 def _fmt(x) -> str:
     if x is None:
         return "-"
-    return f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
+    return f"{x:#.3g}" if abs(x) < 10 else f"{x:.1f}"

@@ -63,3 +63,22 @@ def test_a_stream_without_done_line_but_with_finish_reason_is_ok(scripted_server
         scripted_server.url, "--model", "tokens=4,done=0,run=nodone", "--suite", "code", "--requests", "1", "--json"
     )
     assert m.json()["requests_ok"] == 1
+
+
+def test_a_sweep_ends_with_one_row_per_suite_and_level_from_the_same_figures(scripted_server, measure):
+    args = "--model tokens=5,interval_ms=5,run=sweep --suite code --suite prose --concurrency 1,2 --requests 2"
+    m = measure(scripted_server.url, *args.split())
+    assert m.exit_code == 0, m.output
+    sweep = m.output[m.output.index("sweep (c: requests in flight") :]
+    shown = CliRunner().invoke(cli, ["show", str(m.run_file), "--json"])
+    rows = [line for line in sweep.splitlines() if line.startswith("│")]
+    expect = [(g["name"], g["concurrency"], g["decode_tok_s"]["p50"]) for g in json.loads(shown.stdout)["suites"]]
+    assert len(rows) == 4
+    for row, (name, c, p50) in zip(rows, sorted(expect, key=lambda e: e[0] != "code")):
+        cells = [x.strip() for x in row.strip("│").split("│")]
+        assert cells[:3] == [name, f"c={c}", f"{p50:.1f}"], "a suite's levels together, figures as in the JSON"
+
+
+def test_one_load_level_prints_no_sweep(scripted_server, measure):
+    m = measure(scripted_server.url, *"--model tokens=3,run=nosweep --suite code --requests 1".split())
+    assert m.exit_code == 0 and "sweep" not in m.output

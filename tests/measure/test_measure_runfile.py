@@ -67,3 +67,39 @@ def test_an_existing_run_file_is_never_overwritten(tmp_path):
     with pytest.raises(DecodescopeError, match="exists"):
         RunWriter(tmp_path / "r.jsonl", {})
     assert (tmp_path / "r.jsonl").read_text() == "precious\n"
+
+
+def show(*args: str):
+    from click.testing import CliRunner
+
+    from decodescope.cli.main import cli
+
+    return CliRunner().invoke(cli, ["show", *map(str, args)])
+
+
+def test_show_prints_the_same_figures_as_the_run_did(finished_run):
+    r = show(finished_run.run_file, "--json")
+    assert r.exit_code == 0, r.output
+    shown = json.loads(r.stdout)
+    assert shown.pop("complete") is True and shown.pop("header")["model"] == "tokens=6,run=runfile"
+    assert shown == finished_run.json(), "measure --json and show --json are one summary"
+
+
+def test_show_tables_a_run_cut_off_mid_line_and_says_so(finished_run, tmp_path):
+    lines = finished_run.run_file.read_text().splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])
+    r = show(cut)
+    assert r.exit_code == 0, r.output
+    assert "code — concurrency 1 — 3 ok, 0 failed" in r.stdout and "TTFT (ms)" in r.stdout
+    assert "cut off" in r.stdout
+
+
+def test_show_of_a_file_that_is_not_a_run_exits_2_with_the_fix(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "x.jsonl"
+    path.write_text("hello\n")
+    p = subprocess.run([sys.executable, "-m", "decodescope", "show", str(path)], capture_output=True, text=True)
+    assert p.returncode == 2 and "not a decodescope run file" in p.stderr and "measure --out" in p.stderr
