@@ -105,9 +105,12 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
-def _read_clock(clock):
+def _clocks(clock):
+    """(time of the socket read being handled, a time no earlier than any byte already read)"""
     stamps = getattr(asyncio.get_running_loop(), "decodescope_read_stamps", None)
-    return stamps.read_ns if stamps is not None else clock
+    if stamps is None:
+        return clock, clock
+    return stamps.read_ns, lambda: stamps.woke_ns
 
 
 async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
@@ -122,7 +125,8 @@ async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
         async for data in content.iter_any():  # cannot wrap (or someone else did): coroutine-side clock
             on_data(data, clock())
         return False
-    received, read_time = proto.data_received, _read_clock(clock)
+    received = proto.data_received
+    read_time, pass_time = _clocks(clock)
     draining = False
 
     def data_received(data: bytes) -> None:
@@ -137,13 +141,15 @@ async def read_stamped(resp, on_data, clock=time.perf_counter_ns) -> bool:
         finally:
             draining = False
 
-    _drain(content, on_data, read_time())  # bytes that came with the headers arrived no later than now
+    # bytes that came with the headers were read in an earlier pass: no later than this one's
+    # wake-up (a pending kernel stamp may be another socket's, read earlier in this pass)
+    _drain(content, on_data, pass_time())
     proto.data_received = data_received
     try:
         await content.wait_eof()
     finally:
         del proto.data_received  # the connection goes back to the pool as it was
-    _drain(content, on_data, read_time())
+    _drain(content, on_data, pass_time())
     return True
 
 
