@@ -75,17 +75,20 @@ class Server:
     url: str  # root, without /v1
     model: str
     log: Path | None = None  # the server log it writes, if any
+    llamacpp_log: Path | None = None  # the scripted server's llama-server-style per-request log
 
 
 @pytest.fixture(scope="session")
 def scripted_server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scripted")
-    log = folder / "server.log"
+    log, llamacpp_log = folder / "server.log", folder / "llamacpp.log"
     log.touch()
+    llamacpp_log.touch()
     port = free_port()
     cmd = [sys.executable, str(SCRIPTED), "--port", str(port), "--log", str(log), "--log-every", "4"]
+    cmd += ["--llamacpp-log", str(llamacpp_log)]
     proc = start(cmd, f"http://127.0.0.1:{port}/health", folder / "output.txt", 30)
-    yield Server(f"http://127.0.0.1:{port}", "scripted", log)
+    yield Server(f"http://127.0.0.1:{port}", "scripted", log, llamacpp_log)
     stop(proc)
 
 

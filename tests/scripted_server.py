@@ -10,13 +10,18 @@ take the defaults), so one server process serves every fault test:
   reasoning=N     the first N chat chunks are reasoning_content, not content
   usage=0         ignore stream_options.include_usage
   done=0          no [DONE] line (transformers serve sends none)
-  fault=NAME      http (with code=NNN), drop, malformed, stall, error_event, no_tokens
+  fault=NAME      http (with code=NNN), hangup (close before answering), drop, malformed,
+                  stall, error_event, no_tokens
   every=K         the fault hits every K-th request of this model name (default 1: all)
   after=N         mid-stream faults strike after N text chunks (default 3)
   key=SECRET      answer 401 unless the request carries "Authorization: Bearer SECRET"
+  close=1         close the connection after the response, keep-alive header or not (as
+                  llama-server does after a stream): a pooled connection goes stale
 Every text chunk carries "t_ns", the server's perf_counter_ns just before the write (the
 same CLOCK_MONOTONIC the client reads), so a benchmark can compare gaps exactly.
---log writes SGLang-style "Decode batch" lines; GET /metrics serves vLLM-style counters.
+--log writes SGLang-style "Decode batch" lines; --llamacpp-log llama-server's per-request
+print_timing lines (the format of tools/server/server-context.cpp) as each request ends;
+GET /metrics serves vLLM-style counters.
 """
 
 import argparse
@@ -67,11 +72,13 @@ class Scripted:
         self.steps: dict[float, Steps] = {}
         self.log = open(args.log, "a", buffering=1) if args.log else None
         self.send_log = open(args.send_log, "a", buffering=1) if args.send_log else None
+        self.llamacpp_log = open(args.llamacpp_log, "a", buffering=1) if args.llamacpp_log else None
+        self.tasks = 0
 
     def params(self, model: str) -> dict:
         a = self.args
         p = {"tokens": a.tokens, "interval_ms": a.interval_ms, "tpc": a.tpc, "every": 1, "after": 3, "code": 500}
-        p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None, "key": None})
+        p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None, "key": None, "close": 0})
         for part in model.split(","):
             k, sep, v = part.partition("=")
             if sep and k in p:
@@ -110,6 +117,21 @@ class Scripted:
         self.rounds_since_log = self.tokens_since_log = 0
         self.last_log = now
 
+    def write_llamacpp_lines(self, tokens: int, rounds: int, eval_s: float) -> None:
+        # one request finished: what llama-server's print_timing writes for it
+        self.tasks += 1
+        head = f"slot print_timing: id  0 | task {self.tasks} | "
+        ms = eval_s * 1e3
+        accepted, drafted = tokens - rounds, rounds * self.args.draft_steps
+        self.llamacpp_log.write(
+            f"{head}prompt eval time =       2.00 ms /     7 tokens (    0.29 ms per token,  3500.00 tokens per second)\n"
+            f"{head}       eval time = {ms:10.2f} ms / {tokens:5d} tokens ({ms / tokens:8.2f} ms per token, "
+            f"{tokens / eval_s:8.2f} tokens per second)\n"
+            f"{head}      total time = {ms + 2:10.2f} ms / {tokens + 7:5d} tokens\n"
+            f"{head}draft acceptance = {accepted / drafted:0.5f} ({accepted:5d} accepted / {drafted:5d} generated), "
+            f"mean len = {1 + accepted / rounds:5.2f}\n"
+        )
+
     def metrics_text(self) -> str:
         k = self.args.draft_steps
         rows = [
@@ -143,6 +165,9 @@ async def stream(request: web.Request, api: str) -> web.StreamResponse:
     p = s.params(str(body.get("model", "")))
     if p["key"] and request.headers.get("Authorization") != f"Bearer {p['key']}":
         return web.json_response({"error": {"message": "bad API key", "code": 401}}, status=401)
+    if p["fault"] == "hangup":
+        request.transport.close()
+        return web.Response()
     if p["fault"] == "http":
         return web.json_response({"error": {"message": "scripted failure", "code": p["code"]}}, status=p["code"])
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -152,6 +177,9 @@ async def stream(request: web.Request, api: str) -> web.StreamResponse:
         await emit(request, resp, s, p, api, body)
     finally:
         s.running -= 1
+    if p["close"]:
+        await resp.write_eof()
+        request.transport.close()
     return resp
 
 
@@ -185,6 +213,8 @@ async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> Non
         await send(b"[DONE]")
     if s.send_log:
         s.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns}) + "\n")
+    if s.llamacpp_log and n:
+        s.write_llamacpp_lines(n * p["tpc"], n, time.monotonic() - t0)
 
 
 async def fault_strikes(request, resp, p: dict, send) -> bool:
@@ -233,6 +263,7 @@ def parse_args(argv=None):
     ap.add_argument("--model-id", default="scripted")
     ap.add_argument("--log", help="append SGLang-style Decode batch lines here")
     ap.add_argument("--log-every", type=int, default=8, help="decode rounds per log line")
+    ap.add_argument("--llamacpp-log", help="append llama-server print_timing lines here, one request each")
     ap.add_argument("--send-log", help="append each response's text-chunk send times (perf_counter_ns) here")
     ap.add_argument("--lockstep", action="store_true", help="streams of one interval send their chunks together")
     return ap.parse_args(argv)

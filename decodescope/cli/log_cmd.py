@@ -147,6 +147,8 @@ def _print_table(path: str, s):
     ):
         if spread:
             t.add_row(label, f"{spread.mean:.2f}", f"{spread.min:.2f}", f"{spread.max:.2f}", str(spread.n))
+        elif s.engine == "llamacpp" and spread is s.gen_tok_s:
+            t.add_row(label + "\n  not in a llama.cpp log (one request per line): see its /metrics", "-", "-", "-", "")
         else:
             t.add_row(label, "-", "-", "-", "0")
     if s.round_ms is not None:

@@ -146,8 +146,22 @@ async def send_request(
 ) -> RequestResult:
     body = payload(endpoint, job, sampling)
     clock = time.perf_counter_ns
-    t0 = clock()
-    acc = StreamAccumulator(endpoint.api, t0)
+    for attempt in (1, 2):
+        t0 = clock()  # a second attempt starts the timing over
+        acc = StreamAccumulator(endpoint.api, t0)
+        status, stale = await _attempt(session, endpoint, body, sampling, acc, clock)
+        if not (stale and attempt == 1):
+            break
+    t_end = clock()
+    acc.finish()
+    tokens = await _count(acc, tokenizer)
+    return build_result(job, acc, tokens, status, run_t0_ns, t_end)
+
+
+async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, acc: StreamAccumulator, clock):
+    """One POST, its stream fed to acc. Returns (HTTP status, stale): stale when a pooled
+    connection failed before any answer — the server had closed it after the last
+    response (llama-server does, keep-alive header or not) — so sending again is safe."""
     status = None
     try:
         async with session.post(endpoint.url, json=body, headers=endpoint.headers) as resp:
@@ -165,13 +179,15 @@ async def send_request(
     except aiohttp.ClientConnectorError as e:
         acc.fail("connection", f"cannot connect to {endpoint.url}: {e.os_error or e}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as e:
-        acc.fail("dropped", f"connection dropped mid-response: {e!r}")
+        when = "mid-response" if status is not None else "before the response"
+        acc.fail("dropped", f"connection dropped {when}: {e!r}")
+        return status, status is None
+    except aiohttp.ClientOSError as e:
+        acc.fail("client", repr(e))
+        return status, status is None
     except aiohttp.ClientError as e:
         acc.fail("client", repr(e))
-    t_end = clock()
-    acc.finish()
-    tokens = await _count(acc, tokenizer)
-    return build_result(job, acc, tokens, status, run_t0_ns, t_end)
+    return status, False
 
 
 async def _count(acc: StreamAccumulator, tokenizer):

@@ -59,7 +59,7 @@ class Spread:
 class LogSummary:
     engine: str | None
     accept_len: Spread | None  # tokens per verify round incl. bonus, steady windows
-    gen_tok_s: Spread | None  # server generation rate over all running requests
+    gen_tok_s: Spread | None  # server generation rate over all running requests (None: llama.cpp)
     gen_tok_s_per_req: Spread | None  # the same divided by the running requests
     round_ms: float | None  # 1000 * accept_len / per-request tok/s: ms per verify round
     windows: int  # records with a generation rate
@@ -282,8 +282,10 @@ class WarmupScan:
     def summary(self, engine: str | None, skipped_lines: int) -> LogSummary:
         steady = [t for tag, t in self._tally.items() if not self.warmup(tag)]
         windows = self.windows
-        gen = _spread(steady, 0, 1, 2, 3)
         gpr = _spread(steady, 0, 4, 5, 6)
+        # a llama.cpp "eval time" line is one request's rate: the server's total over
+        # concurrent requests is not in its log (its /metrics has it)
+        gen = None if engine == "llamacpp" else _spread(steady, 0, 1, 2, 3)
         accept = _spread(steady, 7, 8, 9, 10)
         round_ms = None
         if gpr and gpr.mean > 0:
@@ -295,7 +297,7 @@ class WarmupScan:
             gen_tok_s_per_req=gpr,
             round_ms=round_ms,
             windows=windows,
-            warmup_windows=windows - (gen.n if gen else 0),
+            warmup_windows=windows - (gpr.n if gpr else 0),
             records=dict(self.kinds),
             skipped_lines=skipped_lines,
         )

@@ -39,7 +39,8 @@ class LogRecord:
     rank: str | None  # "TP0", "DP1 TP0", "gpu_id=0", "Engine 000", "slot 0"
     fields: dict  # every field of the line under the engine's own name; numbers where numeric
     accept_len: float | None  # tokens per verify round incl. the bonus token
-    gen_tok_s: float | None  # generated tokens/s over the line's window, all running requests
+    gen_tok_s: float | None  # generated tokens/s over the line's window, all running requests;
+    # llama.cpp: the one request the line reports on (its "eval time")
     warmup: bool = False  # the window includes start-up or idle time (logsummary.RULE)
     line_no: int = 0  # 1-based line number in the log
 

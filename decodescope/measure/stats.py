@@ -5,7 +5,12 @@ alone reproduces its summary.
 Server samples are attributed to a group by time: a sample counts for a group when its
 whole window (time_s - window_s .. time_s) lies inside the group's run window. That drops
 the log line or scrape interval that straddles idle time, the warm-up or the previous
-suite, as the seeds' first "2.89 tok/s" line does.
+suite, as the seeds' first "2.89 tok/s" line does. A per-request sample (llama.cpp: one
+request's figures, written as it finished, some time in written_s .. time_s) counts for
+the one group inside whose window that request's decode (window_s long, ending when the
+line was written) can have run; a line that fits two groups (a request shorter than the
+log poll, at a boundary) counts for neither. Its rate is that request's, so it goes to
+server_decode_tok_s, not to the server's total.
 """
 
 import math
@@ -35,7 +40,13 @@ def summarize(requests, samples, interrupted: bool = False) -> dict:
     """The run summary: one entry per (suite, concurrency, rate) in run order, plus totals."""
     measured = [r for r in requests if not r.warmup]
     keys = list(dict.fromkeys((r.suite, r.concurrency, r.rate) for r in measured))
-    groups = [_group(k, [r for r in measured if (r.suite, r.concurrency, r.rate) == k], samples) for k in keys]
+    results = {k: [r for r in measured if (r.suite, r.concurrency, r.rate) == k] for k in keys}
+    windows = {k: (min(r.start_s for r in rs), max(r.end_s for r in rs)) for k, rs in results.items()}
+    steady = {k: [] for k in keys}
+    for s in samples:
+        for k in _groups_of(s, windows):
+            steady[k].append(s)
+    groups = [_group(k, results[k], windows[k], steady[k]) for k in keys]
     steady = [p for g in groups for p in g.pop("_steady")]
     out = {
         "suites": groups,
@@ -48,14 +59,12 @@ def summarize(requests, samples, interrupted: bool = False) -> dict:
     return out
 
 
-def _group(key, results, samples) -> dict:
+def _group(key, results, window, steady) -> dict:
     suite, concurrency, rate = key
     ok = [r for r in results if r.ok]
-    start = min(r.start_s for r in results)
-    end = max(r.end_s for r in results)
+    start, end = window
     tokens = sum(r.output_tokens for r in ok)
     chunks = sum(len(r.itl_ms) + 1 for r in ok)
-    steady = [s for s in samples if _inside(s, start, end)]
     g = {
         "name": suite,
         "concurrency": concurrency,
@@ -78,19 +87,35 @@ def _group(key, results, samples) -> dict:
     return g
 
 
-def _inside(sample: dict, start: float, end: float) -> bool:
+LOG_AFTER_LAST_BYTE_S = 0.05  # a server logs a finished request just after its last chunk
+
+
+def _groups_of(sample: dict, windows: dict) -> list:
     if sample.get("warmup") or sample.get("window_s") is None:
-        return False
-    t = sample["time_s"]
-    return t - sample["window_s"] >= start and t <= end
+        return []
+    t, w = sample["time_s"], sample["window_s"]
+    if not sample.get("per_request"):
+        return [k for k, (start, end) in windows.items() if t - w >= start and t <= end]
+    written = sample["written_s"]
+    fits = [
+        k
+        for k, (start, end) in windows.items()
+        if max(written, start + w) < min(t, end + LOG_AFTER_LAST_BYTE_S)  # some write time fits
+    ]
+    return fits if len(fits) == 1 else []
 
 
 def _server_figures(steady: list[dict]) -> dict:
     # the server log is the finer source when both are there; /metrics fills in otherwise
     out = {}
-    for key, name in (("accept_len", "accept_len"), ("gen_tok_s", "server_gen_tok_s")):
+    total = [s for s in steady if not s.get("per_request")]
+    for key, name, samples in (
+        ("accept_len", "accept_len", steady),
+        ("gen_tok_s", "server_gen_tok_s", total),
+        ("gen_tok_s", "server_decode_tok_s", [s for s in steady if s.get("per_request")]),
+    ):
         for source in ("server_log", "metrics"):
-            values = [s[key] for s in steady if s["type"] == source and s.get(key) is not None]
+            values = [s[key] for s in samples if s["type"] == source and s.get(key) is not None]
             if key == "gen_tok_s":
                 values = [v for v in values if v > 0]  # an idle window says nothing about speed
             if values:

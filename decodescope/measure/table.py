@@ -11,6 +11,7 @@ ROWS = (  # summary key, label with its unit
     ("output_tokens", "output (tokens)"),
     ("accept_len", "server accept len (tokens/round)"),
     ("server_gen_tok_s", "server gen throughput (tok/s)"),
+    ("server_decode_tok_s", "server decode per request (tok/s)"),
 )
 COLUMNS = ("mean", "p50", "p90", "p99")
 

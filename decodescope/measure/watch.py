@@ -7,9 +7,12 @@ Prometheus /metrics (--metrics-url). Each sample becomes one run-file line:
 A log line's window runs from the previous line of the same kind and rank to this one
 (the engines log every N iterations or seconds, not on a clock the client knows); as the
 client only sees a line at the poll after it was written, the window is taken wide: from
-the poll before the previous line was read to the poll that read this one. A scrape's
-window is the time since the previous scrape. stats.py uses the windows to drop samples
-that straddle idle time or warm-up.
+the poll before the previous line was read to the poll that read this one. A llama.cpp
+line is different: it reports one request, printed as that request finished, and its
+window is that request's own decode ("per_request": true; "written_s": the poll before
+the one that read it, the earliest it can have been written; "window_s": its eval time
+before that). A scrape's window is the time since the previous scrape. stats.py uses the
+windows to drop samples that straddle idle time or warm-up.
 """
 
 import asyncio
@@ -24,7 +27,7 @@ from decodescope.measure.tail import LogTail
 TAIL_POLL_S = 0.1  # how late a log line can reach the run file
 
 
-def sample(kind: str, time_s: float, window_s, accept_len, gen_tok_s, warmup: bool, data: dict) -> dict:
+def sample(kind: str, time_s: float, window_s, accept_len, gen_tok_s, warmup: bool, data: dict, **extra) -> dict:
     return {
         "type": kind,
         "time_s": time_s,
@@ -32,6 +35,7 @@ def sample(kind: str, time_s: float, window_s, accept_len, gen_tok_s, warmup: bo
         "accept_len": accept_len,
         "gen_tok_s": gen_tok_s,
         "warmup": warmup,
+        **extra,
         "data": data,
     }
 
@@ -46,6 +50,7 @@ class ServerWatch:
         self.on_warning = on_warning
         self.engine = None  # locked to the first engine recognised in the log
         self._line_start: dict = {}  # (kind, rank) -> earliest time_s the previous line could have been written
+        self._eval_s: dict = {}  # llama.cpp slot -> eval time of its last request, s
         self._last_poll = 0.0
         self._prev = None  # (time_s, parsed metrics) of the previous scrape
         self._scrape_errors = 0
@@ -89,10 +94,22 @@ class ServerWatch:
             if rec is None:
                 continue  # not a statistics line: counted by `decodescope log`, ignored here
             self.engine = rec.engine
+            if rec.engine == "llamacpp" and rec.kind in ("decode", "spec"):
+                self._per_request(rec, t, written_after)
+                continue
             key = (rec.kind, rec.rank)
             window = t - self._line_start[key] if key in self._line_start else None
             self._line_start[key] = written_after
             self.on_sample(sample("server_log", t, window, rec.accept_len, rec.gen_tok_s, rec.warmup, rec.to_dict()))
+
+    def _per_request(self, rec, t: float, written_after: float) -> None:
+        # the draft line follows its request's eval line: it takes that request's eval time
+        if rec.kind == "decode":
+            self._eval_s[rec.rank] = rec.fields["time_ms"] / 1e3
+        eval_s = self._eval_s.get(rec.rank)
+        data = rec.to_dict()
+        extra = {"per_request": True, "written_s": written_after}
+        self.on_sample(sample("server_log", t, eval_s, rec.accept_len, rec.gen_tok_s, rec.warmup, data, **extra))
 
     async def _scrape_loop(self) -> None:
         next_t = time.monotonic()

@@ -55,6 +55,26 @@ def test_fault_fails_its_request_and_the_run_goes_on(tc, scripted_server, measur
     assert_summary_reproduced(m.run_file)
 
 
+def test_a_server_that_closes_after_each_stream_loses_no_request(scripted_server, measure):
+    """llama-server closes the connection after a streamed response while its headers say
+    keep-alive; the next request on that pooled connection cannot be written and is sent
+    again, once, on a new connection, its timing started over."""
+    args = "--model tokens=4,close=1,run=close --suite code --requests 6 --warmup 0 --json".split()
+    m = measure(scripted_server.url, *args)
+    (suite,) = m.json()["suites"]
+    assert (suite["requests_ok"], suite["requests_failed"]) == (6, 0), suite["errors"]
+    assert suite["ttft_ms"]["max"] < 1000, "the failed write is not in the TTFT"
+
+
+def test_a_server_that_hangs_up_before_answering_fails_the_request_after_one_retry(scripted_server, measure):
+    args = "--model fault=hangup,run=hangup --suite code --requests 2 --warmup 0 --json".split()
+    m = measure(scripted_server.url, *args)
+    assert m.exit_code == 1, "nothing succeeded"
+    run = read_run(m.run_file)
+    assert [r.error_kind for r in run.requests] == ["dropped", "dropped"]
+    assert all("dropped before the response" in r.error for r in run.requests), run.requests[0].error
+
+
 def test_connection_refused_fails_every_request_and_exits_1(measure, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     m = measure(url, "--model", "m", "--suite", "code", "--requests", "2", "--warmup", "1", "--json")

@@ -93,3 +93,18 @@ def test_a_bad_metrics_url_fails_before_the_run_and_leaves_no_run_file(scripted_
 def test_a_missing_server_log_fails_before_the_run(scripted_server, measure, tmp_path):
     m = measure(scripted_server.url, "--model", MODEL, "--server-log", str(tmp_path / "absent.log"))
     assert m.exit_code == 2 and "absent.log" in m.stderr
+
+
+def test_a_llamacpp_log_gives_each_request_its_own_decode_rate_and_accept_len(scripted_server, measure):
+    """llama-server logs one request per line, as it finishes: every measured request of a
+    suite and level is counted there (c=1 and c=3, 3 requests each), its rate as a
+    per-request figure, never as the server's total."""
+    args = ["--model", "tpc=3,tokens=30,interval_ms=5,run=lcpp", "--suite", "code", "--concurrency", "1,3"]
+    m = measure(scripted_server.url, *args, "--requests", "3", "--server-log", str(scripted_server.llamacpp_log), "--json")
+    assert m.exit_code == 0, m.stderr
+    for g in m.json()["suites"]:
+        assert g["server_decode_tok_s"]["n"] == 3 and g["accept_len"]["n"] == 3, g["concurrency"]
+        assert g["server_decode_tok_s"]["mean"] == pytest.approx(600, rel=0.25), "3 tokens per 5 ms round"
+        assert g["accept_len"]["mean"] == pytest.approx(3.0)
+        assert "server_gen_tok_s" not in g
+    assert_summary_reproduced(m.run_file)

@@ -107,3 +107,33 @@ def test_groups_follow_suite_and_load_level_in_run_order():
     rs = [request(0, 1, suite="a"), request(1, 2, suite="b"), replace(request(2, 3, suite="a"), concurrency=4)]
     s = summarize(rs, [])
     assert [(g["name"], g["concurrency"]) for g in s["suites"]] == [("a", 1), ("b", 1), ("a", 4)]
+
+
+@dataclass
+class PerRequest:
+    name: str
+    written_s: float  # the poll before the one that read the line
+    time_s: float  # the poll that read it
+    eval_s: float  # the request's decode, from the line
+    group: str | None  # the suite it counts for
+
+
+# suite "a" ran from 10 s to 20 s, suite "b" from 20 s to 30 s; the log is polled every 0.1 s
+PER_REQUEST = [
+    PerRequest("written and read inside a", 14.9, 15.0, 2.0, "a"),
+    PerRequest("read just after a ended: its last request", 19.95, 20.05, 5.0, "a"),
+    PerRequest("decode began before a (warm-up's request)", 10.9, 11.0, 2.0, None),
+    PerRequest("longer than the poll, read across the boundary", 19.95, 20.05, 0.5, "a"),
+    PerRequest("shorter than the poll, across the boundary: a or b", 19.95, 20.05, 0.02, None),
+    PerRequest("inside b", 25.0, 25.1, 3.0, "b"),
+]
+
+
+@pytest.mark.parametrize("tc", PER_REQUEST, ids=lambda tc: tc.name)
+def test_a_per_request_line_counts_for_the_one_suite_its_request_ran_in(tc):
+    samples = [sample("server_log", tc.time_s, tc.eval_s, 2.5, 80.0, False, {}, per_request=True, written_s=tc.written_s)]
+    rs = [request(10, 20, suite="a"), request(20, 30, suite="b")]
+    s = summarize(rs, samples)
+    counted = [g["name"] for g in s["suites"] if "server_decode_tok_s" in g]
+    assert counted == ([tc.group] if tc.group else [])
+    assert all("server_gen_tok_s" not in g for g in s["suites"]), "one request's rate is not the server's total"
