@@ -47,15 +47,16 @@ SWEEP = (  # column (unit), summary key, statistic
     ("decode\np50\n(tok/s)", "decode_tok_s", "p50"),
     ("all\nstreams\n(tok/s)", "output_tok_s", None),
     ("TTFT\np50\n(ms)", "ttft_ms", "p50"),
-    ("gap\np50\n(ms)", "itl_ms", "p50"),
     ("gap\np99\n(ms)", "itl_ms", "p99"),
-    ("accept\nlen\n(tok/rnd)", "accept_len", "mean"),
+    ("accept\nlen", "accept_len", "mean"),
+    ("round\n(ms)", "round_ms", None),
 )
 
 
 def _sweep(groups: list[dict]) -> Table:
     """One row per suite and load level, a suite's levels together: how decode moves with load."""
-    t = Table(title="sweep (c: requests in flight, r: requests/s)", title_justify="left")
+    title = "sweep (c: requests in flight, r: requests/s; accept len: the server's tokens per round)"
+    t = Table(title=title, title_justify="left")
     t.add_column("suite", no_wrap=True)
     t.add_column("load", no_wrap=True)
     for label, _, _ in SWEEP:
@@ -79,6 +80,11 @@ def _footer(g: dict) -> str:
         parts.append(f"all streams {g['output_tok_s']:.1f} tok/s")
     if g.get("tokens_per_chunk") is not None:
         parts.append(f"{g['tokens_per_chunk']:.2f} tokens/chunk")
+    if g.get("round_ms") is not None:
+        parts.append(
+            f"round {g['round_ms']:.1f} ms = server accept len {g['accept_len']['mean']:.2f}"
+            f" / client decode p50 {g['decode_tok_s']['p50']:.1f} tok/s"
+        )
     if g.get("token_count_source"):
         parts.append(f"counted by {', '.join(g['token_count_source'])}")
     if g.get("errors"):

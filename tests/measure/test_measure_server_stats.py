@@ -57,6 +57,13 @@ def test_each_suite_gets_the_servers_accept_len_from_its_log(stats_run):
     assert summary["accept_len"]["mean"] == pytest.approx(3.0)
 
 
+def test_the_round_time_ties_the_clients_rate_to_the_servers_acceptance(stats_run):
+    summary, _ = stats_run
+    for suite in summary["suites"]:  # 3 tokens per 5 ms round
+        assert suite["round_ms"] == pytest.approx(5.0, rel=0.1)
+        assert suite["round_ms"] == 1000 * suite["accept_len"]["mean"] / suite["decode_tok_s"]["p50"]
+
+
 def test_metrics_scrapes_and_log_lines_are_appended_to_the_run_file(stats_run):
     _, out = stats_run
     run = read_run(out)
