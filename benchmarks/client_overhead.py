@@ -75,7 +75,7 @@ async def stream_all(url: str, streams: int):
         cpu0 = time.process_time()
         results = await asyncio.gather(*(send_request(session, endpoint, j, sampling, t0) for j in jobs))
         cpu_s = time.process_time() - cpu0
-    return results, cpu_s
+    return results, cpu_s, asyncio.get_running_loop().decodescope_read_stamps.kernel_reads
 
 
 def errors(results, send_log: Path, interval_ms: float):
@@ -126,7 +126,7 @@ def main() -> None:
         server = start_server(port, args, send_log, Path(tmp) / "server.txt")
         try:
             with asyncio.Runner(loop_factory=new_event_loop) as runner:  # as `decodescope measure` runs
-                results, cpu_s = runner.run(stream_all(f"http://127.0.0.1:{port}", args.streams))
+                results, cpu_s, kernel_reads = runner.run(stream_all(f"http://127.0.0.1:{port}", args.streams))
         finally:
             server.terminate()
             server.wait(10)
@@ -139,7 +139,8 @@ def main() -> None:
         "streams": args.streams,
         "interval_ms": args.interval_ms,
         "server_steps": "lockstep" if args.lockstep else "independent",
-        "read_stamps": "kernel receive (SO_TIMESTAMPNS)" if arrival.KERNEL_STAMPS else "loop wake-up",
+        "read_stamps": "kernel receive (SO_TIMESTAMPNS)" if kernel_reads else "loop wake-up",
+        "kernel_stamped_reads": kernel_reads,
         "tokens": tokens,
         "itl_error_vs_server_send_ms": summary(true_err),
         "itl_error_vs_nominal_interval_ms": summary(nominal_err),

@@ -52,6 +52,7 @@ class ReadStamps(selectors.DefaultSelector):
     woke_ns = 0  # when the loop's last wait for sockets returned
     real_offset_ns = 0  # CLOCK_REALTIME - perf_counter_ns at that moment
     kernel_ns = None  # the kernel's receive stamp of the last read, until taken
+    kernel_reads = 0  # socket reads the kernel stamped, since the loop began
 
     def select(self, timeout=None):
         ready = super().select(timeout)
@@ -76,6 +77,7 @@ class _StampedSocket(socket.socket):
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(raw) >= _TIMESPEC.size:
                 sec, nsec = _TIMESPEC.unpack_from(raw)
                 self.stamps.kernel_ns = sec * 1_000_000_000 + nsec - self.stamps.real_offset_ns
+                self.stamps.kernel_reads += 1
         return data
 
 
