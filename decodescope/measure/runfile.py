@@ -4,7 +4,8 @@ finished request.
   {"type": "header", "schema": 1, "command": [...], "url": ..., "model": ..., ...}
   {"type": "request", ...RequestResult fields}          one per finished request
   {"type": "server_log" | "metrics", "time_s": ..., "window_s": ..., "accept_len": ...,
-   "gen_tok_s": ..., "warmup": ..., "data": {...}}      one per server sample
+   "gen_tok_s": ..., "warmup": ..., "data": {...}}      one per server sample (llama.cpp
+                                                         lines: + "per_request", "written_s")
   {"type": "summary", ...}                               last, when the run ended cleanly
 
 Every line is flushed as it is written. Times (start_s, end_s, time_s) are seconds since
