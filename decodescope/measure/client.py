@@ -75,6 +75,7 @@ class RequestResult:
     output_chars: int
     finish_reason: str | None
     response_id: str | None
+    resent: bool = False  # sent a second time: the pooled connection had been closed by the server
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -85,6 +86,7 @@ class RequestResult:
         kw["itl_ms"] = tuple(kw["itl_ms"] or ())
         if kw["chunk_tokens"] is not None:
             kw["chunk_tokens"] = tuple(kw["chunk_tokens"])
+        kw["resent"] = bool(kw["resent"])
         return cls(**kw)
 
 
@@ -155,7 +157,7 @@ async def send_request(
     t_end = clock()
     acc.finish()
     tokens = await _count(acc, tokenizer)
-    return build_result(job, acc, tokens, status, run_t0_ns, t_end)
+    return build_result(job, acc, tokens, status, run_t0_ns, t_end, resent=attempt == 2)
 
 
 async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, acc: StreamAccumulator, clock):
@@ -202,7 +204,9 @@ async def _count(acc: StreamAccumulator, tokenizer):
         return count_tokens(*args)
 
 
-def build_result(job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: int, t_end_ns: int) -> RequestResult:
+def build_result(
+    job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: int, t_end_ns: int, resent: bool = False
+) -> RequestResult:
     """The record of one request from its finished stream (times in ns from perf_counter_ns)."""
     times = acc.token_times_ns
     t0 = acc.t_start_ns
@@ -233,4 +237,5 @@ def build_result(job: Job, acc: StreamAccumulator, tokens, status, run_t0_ns: in
         output_chars=sum(len(t) for t in acc.texts),
         finish_reason=acc.finish_reason,
         response_id=acc.response_id,
+        resent=resent,
     )

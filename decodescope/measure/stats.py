@@ -72,6 +72,7 @@ def _group(key, results, window, steady) -> dict:
         "requests_ok": len(ok),
         "requests_failed": len(results) - len(ok),
         "errors": dict(Counter(r.error_kind for r in results if not r.ok)),
+        "resent": sum(r.resent for r in results),  # sent again on a new connection
         "ttft_ms": distribution(r.ttft_ms for r in ok),
         "itl_ms": distribution(x for r in ok for x in r.itl_ms),
         "decode_tok_s": distribution(r.decode_tok_s for r in ok),

@@ -87,6 +87,8 @@ def _footer(g: dict) -> str:
         )
     if g.get("token_count_source"):
         parts.append(f"counted by {', '.join(g['token_count_source'])}")
+    if g.get("resent"):
+        parts.append(f"{g['resent']} resent on a new connection (the server had closed the pooled one)")
     if g.get("errors"):
         parts.append("failed: " + ", ".join(f"{k} {v}" for k, v in g["errors"].items()))
     return "  " + " · ".join(parts)
