@@ -42,10 +42,15 @@ def summarize(requests, samples, interrupted: bool = False) -> dict:
     keys = list(dict.fromkeys((r.suite, r.concurrency, r.rate) for r in measured))
     results = {k: [r for r in measured if (r.suite, r.concurrency, r.rate) == k] for k in keys}
     windows = {k: (min(r.start_s for r in rs), max(r.end_s for r in rs)) for k, rs in results.items()}
+    warmup = [r for r in requests if r.warmup]
+    # the warm-up's own window too, so a line that may be its request's is not taken for
+    # the first suite's
+    others = {"warmup": (min(r.start_s for r in warmup), max(r.end_s for r in warmup))} if warmup else {}
     steady = {k: [] for k in keys}
     for s in samples:
-        for k in _groups_of(s, windows):
-            steady[k].append(s)
+        for k in _groups_of(s, windows | others):
+            if k in steady:
+                steady[k].append(s)
     groups = [_group(k, results[k], windows[k], steady[k]) for k in keys]
     steady = [p for g in groups for p in g.pop("_steady")]
     out = {

@@ -126,13 +126,14 @@ PER_REQUEST = [
     PerRequest("longer than the poll, read across the boundary", 19.95, 20.05, 0.5, "a"),
     PerRequest("shorter than the poll, across the boundary: a or b", 19.95, 20.05, 0.02, None),
     PerRequest("inside b", 25.0, 25.1, 3.0, "b"),
+    PerRequest("shorter than the poll, right after the warm-up (5 s to 10 s)", 9.95, 10.05, 0.02, None),
 ]
 
 
 @pytest.mark.parametrize("tc", PER_REQUEST, ids=lambda tc: tc.name)
 def test_a_per_request_line_counts_for_the_one_suite_its_request_ran_in(tc):
     samples = [sample("server_log", tc.time_s, tc.eval_s, 2.5, 80.0, False, {}, per_request=True, written_s=tc.written_s)]
-    rs = [request(10, 20, suite="a"), request(20, 30, suite="b")]
+    rs = [request(5, 10, warmup=True), request(10, 20, suite="a"), request(20, 30, suite="b")]
     s = summarize(rs, samples)
     counted = [g["name"] for g in s["suites"] if "server_decode_tok_s" in g]
     assert counted == ([tc.group] if tc.group else [])
