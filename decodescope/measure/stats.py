@@ -8,8 +8,8 @@ the log line or scrape interval that straddles idle time, the warm-up or the pre
 suite, as the seeds' first "2.89 tok/s" line does. A per-request sample (llama.cpp: one
 request's figures, written as it finished, some time in written_s .. time_s) counts for
 the one group inside whose window that request's decode (window_s long, ending when the
-line was written) can have run; a line that fits two groups (a request shorter than the
-log poll, at a boundary) counts for neither. Its rate is that request's, so it goes to
+line was written) can have run; a line that fits two windows (a request shorter than the
+log poll, at a boundary, the warm-up's included) counts for neither. Its rate is that request's, so it goes to
 server_decode_tok_s, not to the server's total.
 """
 
@@ -46,12 +46,12 @@ def summarize(requests, samples, interrupted: bool = False) -> dict:
     # the warm-up's own window too, so a line that may be its request's is not taken for
     # the first suite's
     others = {"warmup": (min(r.start_s for r in warmup), max(r.end_s for r in warmup))} if warmup else {}
-    steady = {k: [] for k in keys}
+    counted = {k: [] for k in keys}  # the server samples that count for each group
     for s in samples:
         for k in _groups_of(s, windows | others):
-            if k in steady:
-                steady[k].append(s)
-    groups = [_group(k, results[k], windows[k], steady[k]) for k in keys]
+            if k in counted:
+                counted[k].append(s)
+    groups = [_group(k, results[k], windows[k], counted[k]) for k in keys]
     steady = [p for g in groups for p in g.pop("_steady")]
     out = {
         "suites": groups,
