@@ -48,7 +48,7 @@ SWEEP = (  # column (unit), summary key, statistic
     ("all\nstreams\n(tok/s)", "output_tok_s", None),
     ("TTFT\np50\n(ms)", "ttft_ms", "p50"),
     ("gap\np99\n(ms)", "itl_ms", "p99"),
-    ("accept\nlen", "accept_len", "mean"),
+    ("accept\nlen\n(tok)", "accept_len", "mean"),
     ("round\n(ms)", "round_ms", None),
 )
 
@@ -82,7 +82,7 @@ def _footer(g: dict) -> str:
         parts.append(f"{g['tokens_per_chunk']:.2f} tokens/chunk")
     if g.get("round_ms") is not None:
         parts.append(
-            f"round {g['round_ms']:.1f} ms = server accept len {g['accept_len']['mean']:.2f}"
+            f"round {g['round_ms']:.1f} ms = server accept len {g['accept_len']['mean']:.2f} tokens/round"
             f" / client decode p50 {g['decode_tok_s']['p50']:.1f} tok/s"
         )
     if g.get("token_count_source"):
