@@ -15,7 +15,7 @@ from pathlib import Path
 from decodescope.arch import load_arch
 from decodescope.model import make_deployment, parse_format, predict
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "decodescope" / "validate" / "data"
 
 
 @dataclass(frozen=True)

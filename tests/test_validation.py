@@ -1,4 +1,4 @@
-"""The model against every published measurement in benchmarks/data (figures printed by
+"""The model against every published measurement in decodescope/validate/data (figures printed by
 benchmarks/validate.py): no measurement may beat its ceiling, and the expected value
 keeps the median error the README states."""
 

@@ -15,7 +15,7 @@ import tempfile
 import click
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure.logformats import ENGINES
+from decodescope.serverstats.logformats import ENGINES
 
 
 @click.command("log")
@@ -31,8 +31,8 @@ from decodescope.measure.logformats import ENGINES
 def log(file, engine, as_json, records, year):
     """Parse a server log FILE (plain or .gz; - for standard input): per-line records and
     the steady-state accept length, generation tok/s and round time, warm-up dropped."""
-    from decodescope.measure.logscan import scan_file, scan_log
-    from decodescope.measure.serverlog import LogReader
+    from decodescope.serverstats.logscan import scan_file, scan_log
+    from decodescope.serverstats.serverlog import LogReader
 
     spool = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") if file == "-" and as_json and records else None
     if _is_plain(file):
@@ -79,11 +79,11 @@ def _is_plain(path: str) -> bool:
         with open(path, "rb") as f:
             return f.read(2) != b"\x1f\x8b"
     except FileNotFoundError:
-        raise DecodescopeError(f"no such log file: {path}", "check the path; use - to read standard input")
+        raise DecodescopeError(f"no such log file: {path}", "check the path; use - to read standard input") from None
     except IsADirectoryError:
-        raise DecodescopeError(f"{path} is a directory, not a log file", "give the log file itself")
+        raise DecodescopeError(f"{path} is a directory, not a log file", "give the log file itself") from None
     except OSError as e:
-        raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "check its permissions")
+        raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "check its permissions") from None
 
 
 class _NoClose:
@@ -110,7 +110,7 @@ def _guard(fn, *args, path, **kw):
     except BrokenPipeError:
         raise
     except (EOFError, gzip.BadGzipFile, OSError) as e:
-        raise DecodescopeError(f"cannot read {path}: {e}", "is the file complete? re-copy it or gunzip -t it")
+        raise DecodescopeError(f"cannot read {path}: {e}", "is the file complete? re-copy it or gunzip -t it") from e
 
 
 def _stream_json(reader, scan, summary, path):
@@ -121,7 +121,7 @@ def _stream_json(reader, scan, summary, path):
 
 
 def _write_json(reader, scan, summary):
-    from decodescope.measure.serverlog import warmup_flags
+    from decodescope.serverstats.serverlog import warmup_flags
 
     out = sys.stdout
     out.write('{"engine": %s, "summary": %s, "records": [' % (json.dumps(summary.engine), json.dumps(summary.to_dict())))

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import click
@@ -20,7 +20,7 @@ def _numbers(kind):
         try:
             out = tuple(kind(v) for v in value.split(",") if v.strip())
         except ValueError:
-            raise click.BadParameter(f"expected a comma-separated list of numbers, got {value!r}")
+            raise click.BadParameter(f"expected a comma-separated list of numbers, got {value!r}") from None
         if not out or any(v <= 0 for v in out):
             raise click.BadParameter("every value must be > 0")
         return out
@@ -177,7 +177,7 @@ def _header(opts: dict, root: str, model: str, loaded) -> dict:
         "model": model,
         "api": opts["api"],
         "suites": [s.name for s in loaded],
-        "start_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
         "start_unix_s": time.time(),
         "options": options,  # never the API key: only the name of its variable is an option
     }
@@ -216,6 +216,6 @@ def _report(outcome, out_path: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({**outcome.summary, "run_file": str(out_path)}, indent=2))
         return
-    from decodescope.measure.table import print_summary
+    from decodescope.report.measure_table import print_summary
 
     print_summary(outcome.summary, str(out_path))

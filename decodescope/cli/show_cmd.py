@@ -18,7 +18,7 @@ def show(run_file, as_json):
         out = {**run.summary, "run_file": run_file, "complete": run.complete, "header": run.header}
         click.echo(json.dumps(out, indent=2))
         return
-    from decodescope.measure.table import print_summary
+    from decodescope.report.measure_table import print_summary
 
     h = run.header
     click.echo(f"{h.get('url')} · model {h.get('model')} · {h.get('api')} API · started {h.get('start_time')}")

@@ -116,7 +116,7 @@ async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) 
                 body = (await resp.text(errors="replace"))[:300]
                 raise DecodescopeError(f"GET {root}/v1/models: HTTP {resp.status}: {body}", "pass --model NAME")
             data = await resp.json(content_type=None)
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as e:  # ValueError: not JSON
+    except (TimeoutError, aiohttp.ClientError, ValueError) as e:  # ValueError: not JSON
         raise DecodescopeError(
             f"cannot list models at {root}/v1/models: {e!r}", "check the URL, or pass --model NAME"
         ) from e
@@ -176,7 +176,7 @@ async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, 
     except asyncio.CancelledError:  # only the load runner cancels, on Ctrl-C: keep the request
         asyncio.current_task().uncancel()
         acc.fail("cancelled", "interrupted (Ctrl-C) before the stream finished")
-    except asyncio.TimeoutError:
+    except TimeoutError:
         acc.fail("timeout", f"no data for {sampling.timeout_s:g} s (server stalled past --timeout)")
     except aiohttp.ClientConnectorError as e:
         acc.fail("connection", f"cannot connect to {endpoint.url}: {e.os_error or e}")

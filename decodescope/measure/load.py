@@ -8,7 +8,7 @@ run file keeps it.
 import asyncio
 import random
 import time
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from decodescope.measure.client import Job, RequestResult
 

@@ -21,8 +21,8 @@ import time
 import aiohttp
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure import serverlog
-from decodescope.measure.tail import LogTail
+from decodescope.serverstats import serverlog
+from decodescope.serverstats.tail import LogTail
 
 TAIL_POLL_S = 0.1  # how late a log line can reach the run file
 
@@ -123,14 +123,14 @@ class ServerWatch:
                     self.on_warning(f"warning: scraping {self.metrics_url} failed ({error}); will keep trying")
 
     async def _scrape(self) -> str | None:
-        from decodescope.measure import metrics  # prometheus-client's parser, only when scraping
+        from decodescope.serverstats import metrics  # prometheus-client's parser, only when scraping
 
         try:
             async with self._session.get(self.metrics_url) as resp:
                 if resp.status != 200:
                     return f"HTTP {resp.status}"
                 text = await resp.text(errors="replace")
-        except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+        except (TimeoutError, aiohttp.ClientError) as e:
             return repr(e)
         t = self.clock_s()
         cur = metrics.parse_metrics(text, t)

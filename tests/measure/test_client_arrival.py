@@ -107,7 +107,7 @@ def test_the_next_request_on_a_reused_connection_is_stamped_too(scripted_server)
                 async with session.post(scripted_server.url + "/v1/completions", json=body) as resp:
                     chunks = []
                     out.append(
-                        (await read_stamped(resp, lambda d, t: chunks.append(d)), b"".join(chunks).count(b"t_ns"))
+                        (await read_stamped(resp, lambda d, t, chunks=chunks: chunks.append(d)), b"".join(chunks).count(b"t_ns"))
                     )
         return out
 
@@ -122,7 +122,7 @@ def test_a_protocol_already_wrapped_falls_back_to_reading_in_the_coroutine(scrip
                 proto = resp.connection.protocol
                 proto.data_received = proto.data_received  # someone else's wrapper
                 chunks = []
-                stamped = await read_stamped(resp, lambda d, t: chunks.append(d))
+                stamped = await read_stamped(resp, lambda d, t, chunks=chunks: chunks.append(d))
                 del proto.data_received
         return stamped, b"".join(chunks).count(b"t_ns")
 

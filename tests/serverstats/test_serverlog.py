@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from decodescope.measure.logsummary import WarmupScan
-from decodescope.measure.serverlog import (
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.serverlog import (
     LogReader,
     detect_engine,
     parse_line,

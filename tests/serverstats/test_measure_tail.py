@@ -5,7 +5,7 @@ import os
 import pytest
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure.tail import LogTail
+from decodescope.serverstats.tail import LogTail
 
 
 def append(path, text: str) -> None:

@@ -6,10 +6,10 @@ import random
 import pytest
 from test_serverlog import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill, steady, vllm_spec, vllm_stats
 
-from decodescope.measure.logformats import _facts, parse_sglang, sglang_facts
-from decodescope.measure.logscan import scan_file, scan_log
-from decodescope.measure.logsummary import WarmupScan
-from decodescope.measure.serverlog import LogReader, parse_log, warmup_flags
+from decodescope.serverstats.logformats import _facts, parse_sglang, sglang_facts
+from decodescope.serverstats.logscan import scan_file, scan_log
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.serverlog import LogReader, parse_log, warmup_flags
 
 ODD_SGLANG = [
     "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: x, accept len: 3.0, gen throughput (token/s): 5.00",

@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure.metrics import MetricsSample, derive, parse_metrics
+from decodescope.serverstats.metrics import MetricsSample, derive, parse_metrics
 
 
 def observe(registry, name, labels, values):

@@ -10,10 +10,10 @@ import json
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from decodescope.measure import logformats
-from decodescope.measure.logsummary import LogSummary, Spread, WarmupScan, WindowTagger
+from decodescope.serverstats import logformats
+from decodescope.serverstats.logsummary import LogSummary, Spread, WarmupScan, WindowTagger
 
 ENGINES = logformats.ENGINES
 

@@ -7,11 +7,12 @@ byte range per CPU, the ranges are scanned in parallel and their scans joined in
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterable
 
-from decodescope.measure import logformats
-from decodescope.measure.logsummary import LogSummary, WarmupScan
-from decodescope.measure.serverlog import LogReader, parse_line
+from decodescope.serverstats import logformats
+from decodescope.serverstats.logsummary import LogSummary, WarmupScan
+from decodescope.serverstats.serverlog import LogReader, parse_line
 
 PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
 
@@ -71,7 +72,7 @@ def scan_file(
     if engine is None:  # one engine for all ranges, as one pass would fix it
         with _text(path) as f:
             n_lines = 0
-            for n_lines, line in enumerate(f, 1):
+            for n_lines, line in enumerate(f, 1):  # noqa: B007 (the count is read after the loop)
                 rec = parse_line(line, None, year)
                 if rec is not None:
                     engine = rec.engine

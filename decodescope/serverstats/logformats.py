@@ -93,7 +93,7 @@ _SGL_MARKERS = (("Decode batch", "decode"), ("Prefill batch", "prefill"))
 
 
 def parse_sglang(line: str) -> Parsed | None:
-    for marker, kind in _SGL_MARKERS:
+    for marker, kind in _SGL_MARKERS:  # noqa: B007 (kind is used after the break)
         at = line.find(marker)
         if at >= 0:
             break
