@@ -1,7 +1,7 @@
 """How a model is served: GPUs and their split, formats, batch, context, speculation."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
@@ -26,6 +26,14 @@ class Spec:
 
     def to_dict(self) -> dict:
         return {"method": self.method, "k": self.k, "accept_len": self.accept_len}
+
+
+def engine_format(fmt: WeightFormat, engine: EngineProfile) -> WeightFormat:
+    """The format as the engine applies it: engines that quantize the LM head with the
+    rest (gpt-fast's int8 / int4 modes) give it the weights' bits."""
+    if engine.lm_head_quantized and fmt.head_bits == 16 and fmt.bits < 16:
+        return replace(fmt, head_bits=fmt.bits)
+    return fmt
 
 
 def parse_spec(spec: str, accept: float | None) -> Spec:

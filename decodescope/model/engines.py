@@ -23,7 +23,16 @@ class EngineProfile:
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
     memory_efficiency: dict[str, float] = field(default_factory=dict)
+    # memory: the engine gives memory_fraction of the device to weights + caches, less
+    # memory_reserve_gb (CUDA context, activations, graphs) where it keeps no fraction back
+    memory_fraction: float = 0.9
+    memory_reserve_gb: float = 0.0
+    embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
+    lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
+    lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
+    state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
     source: str = ""
+    fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
 
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt
@@ -34,8 +43,9 @@ class EngineProfile:
 @cache
 def engines() -> dict[str, EngineProfile]:
     with open(Path(__file__).with_name("engines.toml"), "rb") as f:
-        data = tomllib.load(f)["engine"]
-    return {k: EngineProfile(id=k, **v) for k, v in data.items()}
+        data = tomllib.load(f)
+    serving = data.get("serving", {})
+    return {k: EngineProfile(id=k, **v, **serving.get(k, {})) for k, v in data["engine"].items()}
 
 
 def get_engine(name: str) -> EngineProfile:

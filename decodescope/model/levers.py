@@ -6,7 +6,7 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
-from decodescope.model.deployment import Deployment, Spec
+from decodescope.model.deployment import Deployment, Spec, engine_format
 from decodescope.model.formats import parse_format
 from decodescope.model.memory import memory_fit
 from decodescope.model.predict import estimates
@@ -36,7 +36,7 @@ def _candidates(arch: Arch, d: Deployment) -> list[tuple[str, str, Deployment]]:
     out = []
     bits = d.weights.bits
     for fmt, label in (("fp8", "FP8 weights"), ("int4-g128", "INT4 weights (g128)"), ("nvfp4", "NVFP4 weights")):
-        f = parse_format(fmt, arch)
+        f = engine_format(parse_format(fmt, arch), d.engine)
         if f.bits < bits and (fmt != "nvfp4" or d.gpu.flops.get("fp4")):
             out.append((f"weights {fmt}", f"{label}, not {d.weights.name}", replace(d, weights=f)))
     if d.kv_dtype != "fp8":

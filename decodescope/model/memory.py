@@ -1,15 +1,11 @@
 """Does the deployment fit in GPU memory? Weights held (all experts, not only the
 touched ones), KV cache for batch x context, recurrent state slots."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Mamba2
 from decodescope.model.deployment import Deployment
-from decodescope.model.ops import tensor_params_gpu
-
-# Fraction of device memory an engine gives to weights + caches (vLLM
-# gpu_memory_utilization default 0.9; the rest: CUDA context, activations, graphs).
-USABLE_FRACTION = 0.9
+from decodescope.model.ops import lm_head, tensor_params_gpu, unique_layers
 
 
 @dataclass(frozen=True)
@@ -18,7 +14,7 @@ class MemoryFit:
     kv_cache_bytes: float  # per GPU, batch x (context + verify tokens)
     state_bytes: float  # per GPU, recurrent-state slots (one per verify token + 1 under speculation)
     total_bytes: float
-    usable_bytes: float  # USABLE_FRACTION of the device memory
+    usable_bytes: float  # the engine's memory_fraction of the device, less its memory_reserve_gb
     capacity_bytes: float
     fits: bool
     max_batch: int  # requests of this context that fit beside the weights
@@ -37,16 +33,24 @@ def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
     return sum(tensor_params_gpu(t, d) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
 
 
+def _layers_held(layers, d: Deployment) -> float:
+    return sum(n * _bytes_held(layer.tensors(), d) for layer, n in unique_layers(tuple(layers)))
+
+
 def weights_held_per_stage(arch: Arch, d: Deployment) -> list[float]:
-    stages = [_bytes_held([t for layer in s for t in layer.tensors()], d) for s in stage_layers(arch, d)]
-    stages[0] += _bytes_held([arch.embedding], d)
-    tail = [arch.final_norm] + ([] if arch.tie_word_embeddings else [arch.lm_head])
+    """Weight bytes each pipeline stage holds per GPU. The embedding table is held where
+    the engine keeps it on the GPU and sharded as its LM head is; a tied head kept
+    apart from a host-side embedding is a GPU copy of the table."""
+    e, head = d.engine, lm_head(arch, d)
+    stages = [_layers_held(s, d) for s in stage_layers(arch, d)]
+    if e.embedding_on_gpu:
+        stages[0] += _bytes_held([replace(arch.embedding, shard=head.shard)], d)
+    tail = [arch.final_norm] + ([] if arch.tie_word_embeddings and e.embedding_on_gpu else [head])
     stages[-1] += _bytes_held(tail, d)
     if d.spec.method == "mtp":
         stages[-1] += sum(_bytes_held(m.tensors(), d, mtp=True) for m in arch.mtp)
     if d.draft is not None:
-        stages[-1] += _bytes_held([t for layer in d.draft.layers for t in layer.tensors()]
-                                  + [d.draft.embedding, d.draft.lm_head], d)
+        stages[-1] += _layers_held(d.draft.layers, d) + _bytes_held([d.draft.embedding, lm_head(d.draft, d)], d)
     return stages
 
 
@@ -74,7 +78,7 @@ def memory_fit(arch: Arch, d: Deployment) -> MemoryFit:
     per_req = [per_request_cache(arch, d, s) for s in stages]
     i = max(range(d.pp), key=lambda j: held[j] + d.batch * sum(per_req[j]))
     kv, state = (d.batch * x for x in per_req[i])
-    usable = d.gpu.memory_bytes * USABLE_FRACTION
+    usable = d.gpu.memory_bytes * d.engine.memory_fraction - d.engine.memory_reserve_gb * 1e9
     room = usable - held[i]
     one = sum(per_req[i])
     max_batch = int(room // one) if one > 0 and room > 0 else (0 if room <= 0 else 1 << 20)

@@ -5,8 +5,8 @@ from dataclasses import dataclass, replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.model.deployment import Deployment, check
-from decodescope.model.memory import MemoryFit, memory_fit, stage_layers
-from decodescope.model.ops import Rates, head_ops, repeated_ops
+from decodescope.model.memory import MemoryFit, memory_fit
+from decodescope.model.ops import Rates
 from decodescope.model.round import Estimate, estimate, verify_ops
 
 DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
@@ -20,7 +20,7 @@ class Prediction:
     deployment: Deployment
     ceiling: Estimate  # every byte and FLOP at datasheet rates; no fixed latencies (kernel floors, allreduce alpha, host)
     expected: Estimate  # the engine profile's achievable fractions, floors and host overhead
-    weight_bytes_per_gpu: float  # weights one forward pass reads per GPU at batch 1 (largest stage)
+    weight_bytes_per_gpu: float  # weights one round reads per GPU: the table's weights row (batch B, per stage under PP)
     memory: MemoryFit
     compute_bound_batch: int | None  # smallest batch at which the weight GEMMs turn compute-bound
     notes: tuple[str, ...] = ()
@@ -70,9 +70,19 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     return link.allreduce_latency_s, ""
 
 
+def peak_flops(g) -> dict[str, float]:
+    """Tensor FLOP/s by compute dtype. Without FP4 tensor cores NVFP4 math runs at the FP8
+    rate (GPU.peak_flops falls back), while MXFP4 MoE kernels upcast to BF16 (Hopper:
+    https://github.com/triton-lang/triton/tree/main/python/triton_kernels matmul_ogs,
+    used by vLLM and SGLang for gpt-oss)."""
+    out = {t: g.peak_flops(t) for t in DTYPES}
+    out["mxfp4"] = g.flops["fp4"] if g.flops.get("fp4") else g.peak_flops("bf16")
+    return out
+
+
 def ceiling_rates(d: Deployment) -> Rates:
     g = d.gpu
-    return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops={t: g.peak_flops(t) for t in DTYPES},
+    return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops=peak_flops(g),
                  kernel_floor_s=0.0, allreduce_alpha_s=0.0,
                  link_bw=link_bandwidth(d))
 
@@ -82,7 +92,7 @@ def expected_rates(d: Deployment) -> Rates:
     fmts = {d.weights.name, (d.draft_weights or d.weights).name}
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
-                 flops={t: g.peak_flops(t) * e.flops_efficiency for t in DTYPES},
+                 flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * d.link.bw_efficiency)
@@ -104,16 +114,9 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
-    return Prediction(arch, d, ceiling, expected, max(stage_read_bytes(arch, d)), memory_fit(arch, d),
+    weights = next((c.bytes for c in expected.breakdown if c.component == "weights"), 0.0)
+    return Prediction(arch, d, ceiling, expected, weights, memory_fit(arch, d),
                       compute_bound_batch(arch, d), notes, found)
-
-
-def stage_read_bytes(arch: Arch, d: Deployment) -> list[float]:
-    """Weight bytes one batch-1, one-token forward pass reads per GPU, per pipeline stage."""
-    one, r = replace(d, batch=1), ceiling_rates(d)
-    stages = [repeated_ops(tuple(s), d.weights, one, 1, 1, r) for s in stage_layers(arch, d)]
-    stages[-1] += head_ops(arch, d.weights, one, 1, 1, r)
-    return [sum(op.bytes for op in ops if op.component == "weights") for ops in stages]
 
 
 def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int | None:
