@@ -31,6 +31,8 @@ class EngineProfile:
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
     lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
     state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
+    splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
+    formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""
     fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
 
@@ -45,7 +47,11 @@ def engines() -> dict[str, EngineProfile]:
     with open(Path(__file__).with_name("engines.toml"), "rb") as f:
         data = tomllib.load(f)
     serving = data.get("serving", {})
-    return {k: EngineProfile(id=k, **v, **serving.get(k, {})) for k, v in data["engine"].items()}
+    out = {}
+    for k, v in data["engine"].items():
+        extra = {f: tuple(x) if isinstance(x, list) else x for f, x in serving.get(k, {}).items()}
+        out[k] = EngineProfile(id=k, **v, **extra)
+    return out
 
 
 def get_engine(name: str) -> EngineProfile:

@@ -112,7 +112,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
     found = ()
     if with_levers:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
-        found = tuple(levers(arch, d, expected.tok_s))
+        found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
     weights = next((c.bytes for c in expected.breakdown if c.component == "weights"), 0.0)
     return Prediction(arch, d, ceiling, expected, weights, memory_fit(arch, d),
