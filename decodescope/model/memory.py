@@ -4,7 +4,10 @@ touched ones), KV cache for batch x context, recurrent state slots."""
 from dataclasses import dataclass, replace
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Mamba2
-from decodescope.model.deployment import Deployment
+from decodescope.errors import DecodescopeError
+from decodescope.hardware import get_interconnect
+from decodescope.model.deployment import Deployment, check, engine_format
+from decodescope.model.formats import parse_format
 from decodescope.model.ops import lm_head, tensor_params_gpu, unique_layers
 
 
@@ -18,6 +21,7 @@ class MemoryFit:
     capacity_bytes: float
     fits: bool
     max_batch: int  # requests of this context that fit beside the weights
+    short_of: str = ""  # what does not fit: "weights", "kv" (one request's cache), "batch" (all requests'); "" fits
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -83,4 +87,51 @@ def memory_fit(arch: Arch, d: Deployment) -> MemoryFit:
     one = sum(per_req[i])
     max_batch = int(room // one) if one > 0 and room > 0 else (0 if room <= 0 else 1 << 20)
     total = held[i] + kv + state
-    return MemoryFit(held[i], kv, state, total, usable, d.gpu.memory_bytes, total <= usable, max_batch)
+    fits = total <= usable
+    short_of = "" if fits else "weights" if room <= 0 else "kv" if max_batch == 0 else "batch"
+    return MemoryFit(held[i], kv, state, total, usable, d.gpu.memory_bytes, fits, max_batch, short_of)
+
+
+def fit_options(arch: Arch, d: Deployment, m: MemoryFit) -> tuple[str, ...]:
+    """Flag changes that make a deployment that does not fit, fit: fewer requests, a
+    shorter context, an FP8 KV cache, smaller weights the engine serves, the fewest
+    GPUs; when no single change does, the first pair of weights and GPUs that does."""
+    out = [f"--batch {m.max_batch}"] if m.short_of == "batch" else []
+    if m.short_of == "kv" and (ctx := _max_context(arch, d, m)):
+        out.append(f"--context {ctx}")
+    kv = [("--kv fp8", {"kv_dtype": "fp8"})] if m.short_of != "weights" and d.kv_dtype != "fp8" else []
+    formats = [(f"--weights {name}", {"weights": f}) for name, f in _smaller_formats(arch, d)]
+    split = "tp" if "tp" in d.engine.splits else "pp"
+    link = d.link if d.gpus > 1 else get_interconnect(d.gpu.link)
+    splits = [(f"--{split} {getattr(d, split) * n}", {split: getattr(d, split) * n, "link": link})
+              for n in (2, 4, 8, 16)]
+    singles = [flag for flag, ch in kv + formats if _fits(arch, replace(d, **ch))]
+    singles += [flag for flag, ch in splits if _fits(arch, replace(d, **ch))][:1]  # the fewest GPUs
+    if not singles:
+        pairs = ((f"{f1} {f2}", {**c1, **c2}) for f2, c2 in splits for f1, c1 in formats)
+        singles = [next((flag for flag, ch in pairs if _fits(arch, replace(d, **ch))), None)] if formats else []
+    return tuple(out + [x for x in singles if x])
+
+
+def _smaller_formats(arch: Arch, d: Deployment):
+    for name in d.engine.formats:
+        f = engine_format(parse_format(name, arch), d.engine)
+        if f.bits < d.weights.bits and (not name.startswith("nvfp4") or d.gpu.flops.get("fp4")):
+            yield name, f
+
+
+def _fits(arch: Arch, d: Deployment) -> bool:
+    try:
+        check(arch, d)
+    except DecodescopeError:
+        return False
+    return memory_fit(arch, d).fits
+
+
+def _max_context(arch: Arch, d: Deployment, m: MemoryFit) -> int:
+    """The longest context (a multiple of 1024) at which one request fits, 0 if none."""
+    per_token = (m.kv_cache_bytes + m.state_bytes) / d.batch / (d.context + d.spec.tokens_per_verify)
+    n = int((m.usable_bytes - m.weights_bytes) / per_token) // 1024 * 1024 if per_token else 0
+    while n >= 1024 and not _fits(arch, replace(d, batch=1, context=n)):
+        n -= 1024
+    return max(n, 0) if n >= 1024 else 0

@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.model.deployment import Deployment, check
-from decodescope.model.memory import MemoryFit, memory_fit
+from decodescope.model.memory import MemoryFit, fit_options, memory_fit
 from decodescope.model.ops import Rates
 from decodescope.model.round import Estimate, estimate, verify_ops
 
@@ -25,6 +25,7 @@ class Prediction:
     compute_bound_batch: int | None  # smallest batch at which the weight GEMMs turn compute-bound
     notes: tuple[str, ...] = ()
     levers: tuple = ()  # levers.Lever, ranked by expected tok/s
+    would_fit: tuple[str, ...] = ()  # when it does not fit: single flag changes that would
 
     def to_dict(self) -> dict:
         a, d = self.arch, self.deployment
@@ -36,7 +37,7 @@ class Prediction:
                 "ceiling": self.ceiling.to_dict(), "expected": self.expected.to_dict(),
                 "breakdown": [c.to_dict() for c in self.expected.breakdown],
                 "bound": self.expected.bound, "compute_bound_batch": self.compute_bound_batch,
-                "memory": self.memory.to_dict(), "levers": [x.to_dict() for x in self.levers],
+                "memory": {**self.memory.to_dict(), "would_fit": list(self.would_fit)}, "levers": [x.to_dict() for x in self.levers],
                 "notes": list(self.notes)}
 
 
@@ -106,17 +107,23 @@ def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
             estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step))
 
 
-def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
-    """Model one decode round of `arch` served as `d` (and, if asked, its levers)."""
+def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions: int | None = None) -> Prediction:
+    """Model one decode round of `arch` served as `d` (and, if asked, its levers).
+    max_positions: the config's max_position_embeddings, to flag a longer context."""
     ceiling, expected = estimates(arch, d)
     found = ()
     if with_levers:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
+    end = d.context + d.spec.tokens_per_verify
+    if max_positions and end > max_positions:
+        notes += (f"context {end} tokens is beyond the model's max_position_embeddings {max_positions}: "
+                  "it was not trained that long (quality, not speed, is at stake)",)
     weights = next((c.bytes for c in expected.breakdown if c.component == "weights"), 0.0)
-    return Prediction(arch, d, ceiling, expected, weights, memory_fit(arch, d),
-                      compute_bound_batch(arch, d), notes, found)
+    m = memory_fit(arch, d)
+    return Prediction(arch, d, ceiling, expected, weights, m, compute_bound_batch(arch, d), notes, found,
+                      () if m.fits else fit_options(arch, d, m))
 
 
 def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int | None:

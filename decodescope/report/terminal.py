@@ -22,7 +22,11 @@ def _describe(p: Prediction) -> str:
 
 
 def _breakdown(p: Prediction) -> Table:
-    t = Table(title="one decode round, per GPU")
+    d = p.deployment
+    per = (f"per GPU at batch {d.batch}" if d.pp == 1 else
+           f"ms: one request's wait over all {d.pp} stages; GB, GFLOP: per GPU (its stage, "
+           f"{min(d.pp, d.batch)} micro-batch{'es' if min(d.pp, d.batch) > 1 else ''} of {-(-d.batch // min(d.pp, d.batch))})")
+    t = Table(title=f"one decode round, {per}")
     for col in ("component", "ceiling ms", "expected ms", "GB / GPU", "GFLOP / GPU", ""):
         t.add_column(col, justify="left" if col in ("component", "") else "right")
     top = max(c.ms for c in p.expected.breakdown)
@@ -49,10 +53,14 @@ def _levers(p: Prediction) -> Table:
 def _facts(p: Prediction) -> str:
     m, cb = p.memory, p.compute_bound_batch
     fit = "fits" if m.fits else "[red]does NOT fit[/]"
-    lines = [f"bound: [bold]{p.expected.bound}[/]; weights read per GPU per pass: {p.weight_bytes_per_gpu / 1e9:.2f} GB; "
+    lines = [f"bound: [bold]{p.expected.bound}[/]; weights read per GPU per round: {p.weight_bytes_per_gpu / 1e9:.2f} GB "
+             "(the table's weights row); "
              + (f"decode turns compute-bound at batch {cb}" if cb else "never compute-bound below batch 65536"),
-             f"memory per GPU: {m.total_bytes / 1e9:.1f} GB of {m.usable_bytes / 1e9:.1f} GB usable "
-             f"({m.capacity_bytes / 1e9:.0f} GB): {fit}; room for {m.max_batch} requests of this context"]
+             f"memory per GPU (largest stage): {m.total_bytes / 1e9:.1f} GB of {m.usable_bytes / 1e9:.1f} GB usable "
+             f"({m.capacity_bytes / 1e9:.0f} GB, engine {p.deployment.engine.id}): {fit}; "
+             f"room for {m.max_batch} requests of this context"]
+    if not m.fits:
+        lines.append(_misfit(p))
     h = hardware_dict(p.deployment)
     src, e = h["sources"], p.deployment.engine
     lines.append(f"sources: bandwidth {h['memory_bw_bytes_s'] / 1e9:.0f} GB/s {_ref(src.get('memory_bw_bytes_s'))}"
@@ -62,6 +70,23 @@ def _facts(p: Prediction) -> str:
                  "every source in full: --json, `decodescope gpus ID`")
     lines += [f"note: {n}" for n in p.notes]
     return "\n".join(lines)
+
+
+def _misfit(p: Prediction) -> str:
+    """The warning line: what does not fit, and which single changes would."""
+    m, d = p.memory, p.deployment
+    gb = 1e9
+    left = (m.usable_bytes - m.weights_bytes) / gb
+    one = (m.kv_cache_bytes + m.state_bytes) / d.batch / gb
+    what = {
+        "weights": f"the weights alone need {m.weights_bytes / gb:.1f} GB per GPU, {m.usable_bytes / gb:.1f} GB usable",
+        "kv": f"the weights fit ({m.weights_bytes / gb:.1f} GB per GPU), but one request's KV cache and state at "
+              f"context {d.context} need {one:.1f} GB, {left:.1f} GB left",
+        "batch": f"KV cache and state of {d.batch} requests at context {d.context} need "
+                 f"{(m.kv_cache_bytes + m.state_bytes) / gb:.1f} GB per GPU, {left:.1f} GB left beside the weights",
+    }[m.short_of]
+    would = ", ".join(p.would_fit) if p.would_fit else "none of --batch, --kv fp8, smaller weights, 16x the GPUs"
+    return f"[bold red]warning[/]: does not fit: {what}; would fit: {would}"
 
 
 def _ref(source: str | None) -> str:
