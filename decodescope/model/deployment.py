@@ -8,6 +8,7 @@ from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
 from decodescope.model.engines import EngineProfile
 from decodescope.model.formats import WeightFormat
+from decodescope.model.ops import unique_layers
 
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 # Limits on flags, so that every answer stays well under a second: engines draft at most
@@ -126,7 +127,7 @@ def check(arch: Arch, d: Deployment) -> None:
     if d.ep > 1 and not arch.is_moe:
         raise DecodescopeError(f"--ep {d.ep}: {arch.name} is dense, it has no experts to split",
                                "drop --ep (tensor parallelism splits a dense model: --tp)")
-    for layer in dict.fromkeys(arch.layers):
+    for layer, _ in unique_layers(arch.layers):
         experts = getattr(layer.mlp, "num_experts", 0)
         if d.ep > 1 and experts % d.ep:
             raise DecodescopeError(f"--ep {d.ep} does not divide the {experts} experts of {arch.name}",
@@ -135,7 +136,7 @@ def check(arch: Arch, d: Deployment) -> None:
         raise DecodescopeError(f"--pp {d.pp} is more stages than the model's {len(arch.layers)} layers")
     if d.kv_dtype not in KV_BYTES:
         raise DecodescopeError(f"--kv {d.kv_dtype} unknown", f"use one of {', '.join(KV_BYTES)}")
-    for layer in dict.fromkeys(arch.layers):
+    for layer, _ in unique_layers(arch.layers):
         for field, n in _head_counts(layer.mixer):
             if field == "num_key_value_heads":
                 ok = n % d.tp == 0 if n >= d.tp else d.tp % n == 0

@@ -98,12 +98,15 @@ def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") 
     found = []
     for label, change, nd in _candidates(arch, d, bound):
         try:
+            fits = memory_fit(arch, nd).fits
+            if label.startswith("gpu ") and not fits:
+                continue  # only GPUs that fit are listed
             ceiling, expected = estimates(arch, nd)
         except DecodescopeError:  # change not possible (e.g. TP not dividing heads)
             continue
         gain = expected.tok_s / base_tok_s - 1
         if gain >= MIN_GAIN:
-            found.append(Lever(label, change, expected.tok_s, ceiling.tok_s, gain, memory_fit(arch, nd).fits))
+            found.append(Lever(label, change, expected.tok_s, ceiling.tok_s, gain, fits))
     return sorted(_rest(found) + _distinct_gpus(found), key=lambda x: -x.tok_s)
 
 

@@ -27,10 +27,19 @@ class MemoryFit:
         return dict(self.__dict__)
 
 
-def stage_layers(arch: Arch, d: Deployment) -> list[list]:
-    n = len(arch.layers)
-    bounds = [round(i * n / d.pp) for i in range(d.pp + 1)]
-    return [arch.layers[bounds[i]:bounds[i + 1]] for i in range(d.pp)]
+_STAGES: dict[tuple[int, int], tuple] = {}
+
+
+def stage_layers(arch: Arch, d: Deployment) -> tuple[tuple, ...]:
+    """Layers split into pp contiguous stages; cached by identity so that each stage
+    stays one tuple (unique_layers caches by identity)."""
+    layers, key = arch.layers, (id(arch.layers), d.pp)
+    hit = _STAGES.get(key)
+    if hit is None or hit[0] is not layers:
+        n = len(layers)
+        bounds = [round(i * n / d.pp) for i in range(d.pp + 1)]
+        hit = _STAGES[key] = (layers, tuple(layers[bounds[i]:bounds[i + 1]] for i in range(d.pp)))
+    return hit[1]
 
 
 def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
@@ -38,7 +47,7 @@ def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
 
 
 def _layers_held(layers, d: Deployment) -> float:
-    return sum(n * _bytes_held(layer.tensors(), d) for layer, n in unique_layers(tuple(layers)))
+    return sum(n * _bytes_held(layer.tensors(), d) for layer, n in unique_layers(layers))
 
 
 def weights_held_per_stage(arch: Arch, d: Deployment) -> list[float]:
@@ -63,15 +72,15 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
     tokens = d.context + d.spec.tokens_per_verify
     slots = 1 + (d.spec.tokens_per_verify if d.spec.k else 0)
     kv = state = 0.0
-    for layer in layers:
+    for layer, n in unique_layers(layers):
         m = layer.mixer
         if isinstance(m, Attention):
             ctx = min(tokens, m.sliding_window) if m.sliding_window else tokens
-            kv += ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
+            kv += n * ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
         elif isinstance(m, MLA):
-            kv += tokens * m.kv_bytes_per_token(1, d.kv_bytes)
+            kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
         elif isinstance(m, (GatedDeltaNet, Mamba2)):
-            state += slots * m.state_bytes(d.tp)
+            state += n * slots * m.state_bytes(d.tp)
     return kv, state
 
 

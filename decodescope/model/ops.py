@@ -2,14 +2,18 @@
 by a roofline per operator — max(bytes / bandwidth, FLOPs / peak) — plus the fixed
 costs that do not scale with bytes (kernel floors, allreduce latency)."""
 
+from __future__ import annotations
+
 from collections import Counter
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 from math import comb
+from typing import TYPE_CHECKING
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
-from decodescope.model.deployment import Deployment
 from decodescope.model.formats import WeightFormat
+
+if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
+    from decodescope.model.deployment import Deployment
 
 ACT_BYTES = 2  # bf16 activations on the wire
 
@@ -138,10 +142,17 @@ def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
     return Op("allreduce", name, msg_bytes, 0.0, t, "comm")
 
 
-@lru_cache(maxsize=64)
+_UNIQUE: dict[int, tuple] = {}
+
+
 def unique_layers(layers: tuple[Layer, ...]) -> tuple[tuple[Layer, int], ...]:
-    """Identical layers (most of a model) are timed once and counted."""
-    return tuple(Counter(layers).items())
+    """Identical layers (most of a model) are timed once and counted. Cached by the
+    tuple's identity: hashing a layer walks all its tensors, too slow to repeat for
+    every lever."""
+    hit = _UNIQUE.get(id(layers))
+    if hit is None or hit[0] is not layers:
+        hit = _UNIQUE[id(layers)] = (layers, tuple(Counter(layers).items()))
+    return hit[1]
 
 
 def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
@@ -149,7 +160,7 @@ def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, ba
     """layer_ops of every layer, identical layers timed once and scaled by their count."""
     out = []
     for layer, n in unique_layers(layers):
-        out += [replace(op, bytes=op.bytes * n, flops=op.flops * n, time_s=op.time_s * n)
+        out += [Op(op.component, op.name, op.bytes * n, op.flops * n, op.time_s * n, op.bound)
                 for op in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
     return out
 

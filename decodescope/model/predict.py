@@ -1,13 +1,13 @@
 """predict(): the decode round of a deployment as a ceiling and an expected value."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from decodescope.arch import Arch
+from decodescope.arch import Arch, MoE
 from decodescope.errors import DecodescopeError
 from decodescope.model.deployment import Deployment, check
 from decodescope.model.memory import MemoryFit, fit_options, memory_fit
-from decodescope.model.ops import Rates
-from decodescope.model.round import Estimate, estimate, verify_ops
+from decodescope.model.ops import Rates, lm_head, unique_layers, weight_ops
+from decodescope.model.round import Estimate, estimate
 
 DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
 PCIE_LANE_BYTES_S = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.563e9}  # per direction
@@ -130,11 +130,16 @@ def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int 
     """Smallest batch at which the weight GEMMs of a verify pass take longer on the
     tensor cores than reading the weights (datasheet rates)."""
     r = ceiling_rates(d)
+    t = d.spec.tokens_per_verify
+    layers = unique_layers(arch.layers)
+    head = [arch.final_norm, lm_head(arch, d)]
 
     def compute_bound(b: int) -> bool:
-        ops = [op for op in verify_ops(arch, replace(d, batch=b), r) if op.component == "weights"]
-        return sum(op.time_s for op in ops if op.bound == "compute") > sum(
-            op.time_s for op in ops if op.bound == "memory")
+        time = {"compute": 0.0, "memory": 0.0}
+        for tensors, moe, n in [(layer.tensors(), _moe(layer), n) for layer, n in layers] + [(head, None, 1)]:
+            for op in weight_ops(tensors, moe, d.weights, d, b * t, r):
+                time[op.bound] += n * op.time_s
+        return time["compute"] > time["memory"]
 
     lo, hi = 1, 1
     while not compute_bound(hi):
@@ -145,6 +150,10 @@ def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int 
         mid = (lo + hi) // 2
         lo, hi = (mid + 1, hi) if not compute_bound(mid) else (lo, mid)
     return hi
+
+
+def _moe(layer) -> MoE | None:
+    return layer.mlp if isinstance(layer.mlp, MoE) else None
 
 
 def hardware_dict(d: Deployment) -> dict:
