@@ -104,3 +104,21 @@ def test_a_deployment_that_does_not_fit_is_an_answer(args, short_of, warning):
 def test_context_beyond_the_trained_length_is_flagged():
     r = run("model", "llama-2-7b", "--gpu", "h100-sxm", "--context", "8192")
     assert "beyond the model's max_position_embeddings 4096" in " ".join(r.stdout.split())
+
+
+def test_an_eagle3_head_config_predicts_over_its_draft_vocabulary():
+    """The EAGLE-3 head of Llama-3.1-8B (config in tests/data, as published): one decoder
+    layer and an LM head of draft_vocab_size 32000 x 4096. Per draft step at batch 1 the
+    head reads 32000 x 4096 x 2 B = 0.262 GB, not 128256 x 4096 x 2 = 1.05 GB."""
+    from pathlib import Path
+    cfg = Path(__file__).parent / "data" / "eagle3-llama3.1-8b" / "config.json"
+    r = run("model", "llama-3.1-8b", "--gpu", "h100-sxm", "--spec", "eagle:1", "--accept", "1.5",
+            "--draft", str(cfg), "--json")
+    assert r.returncode == 0, r.stderr
+    draft = next(c for c in json.loads(r.stdout)["breakdown"] if c["component"] == "draft")
+    # layer: q 4096x4096, k/v 2 x 1024x4096, o 4096x4096, MLP 3 x 14336x4096, 2 norms;
+    # + the head and final norm; KV of 1025 tokens x 8 x 128 x 2 x 2 B; embedding not read
+    layer = (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096 + 2 * 4096) * 2
+    head = 32000 * 4096 * 2 + 4096 * 2
+    kv = 1025 * 8 * 128 * 2 * 2
+    assert draft["bytes"] == pytest.approx(layer + head + kv, rel=1e-6)
