@@ -77,7 +77,8 @@ def test_model_path_imports_no_heavy_module():
     probe = ("import sys; from decodescope.cli.main import main\n"
              f"sys.argv = ['decodescope', 'model', *{REF!r}]\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print([m for m in ('torch', 'matplotlib', 'transformers', 'numpy', 'aiohttp') if m in sys.modules])")
+             "print([m for m in ('torch', 'matplotlib', 'transformers', 'numpy', 'aiohttp', 'rich', 'urllib.request')"
+             " if m in sys.modules])")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert r.stdout.strip().splitlines()[-1] == "[]"
 
