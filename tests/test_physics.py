@@ -146,3 +146,25 @@ def test_published_runs_fit(model, gpu, kw):
     reserve: 70B Q4_K_M holds 42.4 GB of 48 GB (a 0.9 rule would leave 43.2 usable and
     a 16-bit embedding on the GPU 2.1 GB more)."""
     assert _p(model, gpu, **kw).memory.fits
+
+
+@pytest.mark.parametrize("engine, tp, usable", [
+    ("vllm", 2, 0.9 * 48e9),  # --gpu-memory-utilization 0.9
+    ("sglang", 1, 0.88 * 48e9), ("sglang", 2, 0.87 * 48e9),  # mem_fraction_static by TP size
+    ("llamacpp", 1, 48e9 - 0.5e9),  # no fraction held back, only the CUDA context
+])
+def test_usable_memory_is_the_engines(engine, tp, usable):
+    p = _p("qwen3-8b", "rtx-a6000", engine=engine, tp=tp)
+    assert p.memory.usable_bytes == pytest.approx(usable)
+
+
+def test_llamacpp_layer_split_runs_a_decode_batch_through_the_stages_in_turn():
+    """llama.cpp at PP 2, batch 8: no micro-batches, each stage reads its weights once per
+    round for all 8 requests -> per GPU half the model's weights; vLLM splits the batch in
+    2 micro-batches of 4 and each GPU reads its half once per micro-batch."""
+    cpp = _p("llama-3.1-8b", "rtx-3090", engine="llamacpp", weights="q8_0", pp=2, batch=8)
+    vl = _p("llama-3.1-8b", "rtx-3090", engine="vllm", weights="fp8", pp=2, batch=8)
+    one = _p("llama-3.1-8b", "rtx-3090", engine="llamacpp", weights="q8_0", batch=8)
+    assert _c(cpp, "weights") == pytest.approx(_c(one, "weights") / 2, rel=1e-9)
+    one_vl = _p("llama-3.1-8b", "rtx-3090", engine="vllm", weights="fp8", batch=4)
+    assert _c(vl, "weights") == pytest.approx(_c(one_vl, "weights"), rel=1e-9)

@@ -91,7 +91,7 @@ def memory_fit(arch: Arch, d: Deployment) -> MemoryFit:
     per_req = [per_request_cache(arch, d, s) for s in stages]
     i = max(range(d.pp), key=lambda j: held[j] + d.batch * sum(per_req[j]))
     kv, state = (d.batch * x for x in per_req[i])
-    usable = d.gpu.memory_bytes * d.engine.memory_fraction - d.engine.memory_reserve_gb * 1e9
+    usable = d.gpu.memory_bytes * d.engine.usable_fraction(d.tp) - d.engine.memory_reserve_gb * 1e9
     room = usable - held[i]
     one = sum(per_req[i])
     max_batch = int(room // one) if one > 0 and room > 0 else (0 if room <= 0 else 1 << 20)

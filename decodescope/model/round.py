@@ -121,9 +121,10 @@ def draft_steps(d: Deployment) -> float:
 
 def micro_batches(d: Deployment) -> int:
     """Under PP, engines split the batch into up to PP micro-batches that fill the pipeline
-    (vLLM: one scheduler per virtual engine; SGLang pp micro-batches): each request then
-    waits for one pass over all stages at the micro-batch's size."""
-    return min(d.pp, d.batch)
+    (vLLM V1 keeps PP batches in flight): each request then waits for one pass over all
+    stages at the micro-batch's size. llama.cpp's layer split runs a decode batch through
+    the stages one after another (its pipelining splits prompts only)."""
+    return min(d.pp, d.batch) if d.engine.pp_micro_batches else 1
 
 
 def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft: float) -> Estimate:
