@@ -174,8 +174,8 @@ def _check_link(d: Deployment) -> None:
     domain = NVSWITCH_GPUS.get(d.gpu.id, 8)
     if d.link.id == "nvswitch" and d.gpus > domain:
         raise DecodescopeError(f"{d.gpus} GPUs over nvswitch: one {d.gpu.id} NVSwitch domain joins {domain}",
-                               f"keep TP x PP <= {domain} on one board (e.g. --tp {domain} "
-                               f"--pp {-(-d.gpus // domain)}), or --link network for GPUs across nodes")
+                               f"keep TP x PP <= {domain} on one board, or name the link between nodes "
+                               "(--link network)")
 
 
 def _head_counts(mixer):
