@@ -48,9 +48,19 @@ def test_terminal_shows_the_same_numbers_as_json(ref_json):
 @pytest.mark.parametrize("args, message", [
     (["qwen3-8b", "--gpu", "h1OO"], "closest"),
     (["qwen3-8b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
-    (["llama-3.1-405b", "--gpu", "a10"], "does not fit"),
     (["no-such-model", "--gpu", "h100-sxm"], "no config found"),
     (["qwen3-8b", "--gpu", "h100-sxm", "--spec", "eagle:3"], "needs --accept"),
+    # flags out of range or impossible: one line each, never a traceback
+    (["qwen3-8b", "--gpu", "h100-sxm", "--weights", "int4-g0"], "out of range"),
+    (["qwen3-8b", "--gpu", "h100-sxm", "--weights", "bpw:0"], "out of range"),
+    (["qwen3-8b", "--gpu", "h100-sxm", "--tp", "2", "--link", "none"], "joins no GPUs"),
+    (["llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "16"], "NVSwitch domain joins 8"),
+    (["qwen3-8b", "--gpu", "h100-sxm", "--tp", "2", "--ep", "2"], "is dense"),
+    (["llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--spec", "draft:3", "--accept", "2",
+      "--draft", "qwen3-1.7b"], "vocabulary"),
+    (["qwen3-8b", "--gpu", "h100-sxm", "--spec", "eagle:1000000", "--accept", "2"], "out of range"),
+    (["qwen3-8b", "--gpu", "h100-sxm", "--spec", "ngram:1000000000", "--accept", "2"], "out of range"),
+    (["qwen3.6-27b", "--gpu", "h100-sxm", "--spec", "mtp:9999999999999999", "--accept", "2"], "out of range"),
 ])
 def test_bad_input_exits_2_with_a_message(args, message):
     r = run("model", *args)
@@ -67,6 +77,49 @@ def test_model_path_imports_no_heavy_module():
     probe = ("import sys; from decodescope.cli.main import main\n"
              f"sys.argv = ['decodescope', 'model', *{REF!r}]\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print([m for m in ('torch', 'matplotlib', 'transformers', 'numpy', 'aiohttp') if m in sys.modules])")
+             "print([m for m in ('torch', 'matplotlib', 'transformers', 'numpy', 'aiohttp', 'rich', 'urllib.request')"
+             " if m in sys.modules])")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args, short_of, warning", [
+    # 405B bf16: 2 x 405.9e9 params = 811.7 GB on a 24 GB card; int4 over 16 cards is
+    # 4.125/16 x 405.9e9 / 8 = 13.1 GB each
+    (["llama-3.1-405b", "--gpu", "a10"], "weights", "the weights alone need 811.7 GB per GPU; would fit: "
+                                                    "--weights int4-g128 --tp 16"),
+    # 8B at 2M tokens: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B per token,
+    # x 2,000,001 = 262.1 GB for one request beside 16.1 GB of weights
+    (["llama-3.1-8b", "--gpu", "rtx-4090", "--context", "2000000"], "kv",
+     "one request's KV cache and state at context 2000000 need 262.1 GB"),
+])
+def test_a_deployment_that_does_not_fit_is_an_answer(args, short_of, warning):
+    r = run("model", *args)
+    assert r.returncode == 0, r.stderr
+    assert "warning: does not fit:" in r.stdout
+    assert all(part in " ".join(r.stdout.split()) for part in warning.split("; ")), r.stdout
+    j = json.loads(run("model", *args, "--json").stdout)
+    assert j["memory"]["fits"] is False and j["memory"]["short_of"] == short_of and j["memory"]["would_fit"]
+
+
+def test_context_beyond_the_trained_length_is_flagged():
+    r = run("model", "llama-2-7b", "--gpu", "h100-sxm", "--context", "8192")
+    assert "beyond the model's max_position_embeddings 4096" in " ".join(r.stdout.split())
+
+
+def test_an_eagle3_head_config_predicts_over_its_draft_vocabulary():
+    """The EAGLE-3 head of Llama-3.1-8B (config in tests/data, as published): one decoder
+    layer and an LM head of draft_vocab_size 32000 x 4096. Per draft step at batch 1 the
+    head reads 32000 x 4096 x 2 B = 0.262 GB, not 128256 x 4096 x 2 = 1.05 GB."""
+    from pathlib import Path
+    cfg = Path(__file__).parent / "data" / "eagle3-llama3.1-8b" / "config.json"
+    r = run("model", "llama-3.1-8b", "--gpu", "h100-sxm", "--spec", "eagle:1", "--accept", "1.5",
+            "--draft", str(cfg), "--json")
+    assert r.returncode == 0, r.stderr
+    draft = next(c for c in json.loads(r.stdout)["breakdown"] if c["component"] == "draft")
+    # layer: q 4096x4096, k/v 2 x 1024x4096, o 4096x4096, MLP 3 x 14336x4096, 2 norms;
+    # + the head and final norm; KV of 1025 tokens x 8 x 128 x 2 x 2 B; embedding not read
+    layer = (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096 + 2 * 4096) * 2
+    head = 32000 * 4096 * 2 + 4096 * 2
+    kv = 1025 * 8 * 128 * 2 * 2
+    assert draft["bytes"] == pytest.approx(layer + head + kv, rel=1e-6)

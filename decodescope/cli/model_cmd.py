@@ -1,11 +1,11 @@
 """`decodescope model`: the decode round of a deployment, its ceiling and its levers."""
 
 import json
+from dataclasses import replace
 
 import click
 
-from decodescope.arch import load_arch, presets
-from decodescope.errors import DecodescopeError
+from decodescope.arch import build_arch, load_config, presets
 
 
 @click.command()
@@ -39,23 +39,28 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     if not model or not gpu:
         raise click.UsageError("MODEL and --gpu are required (e.g. decodescope model llama-3.1-8b --gpu h100-sxm)")
     from decodescope.model import make_deployment, predict
-    arch = load_arch(model)
+    raw = load_config(model)
+    arch = build_arch(raw)
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
-                        draft=load_arch(draft_model) if draft_model else None)
-    p = predict(arch, d, with_levers=True)
+                        draft=_draft(draft_model) if draft_model else None)
+    p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=1))
     else:
         from decodescope.report.terminal import print_prediction
         print_prediction(p)
-    m = p.memory
-    if not m.fits:
-        need = (f"the weights alone need {m.weights_bytes / 1e9:.1f} GB per GPU" if m.max_batch == 0 else
-                f"{m.total_bytes / 1e9:.1f} GB per GPU needed (weights {m.weights_bytes / 1e9:.1f} GB, "
-                f"KV {m.kv_cache_bytes / 1e9:.1f} GB, state {m.state_bytes / 1e9:.1f} GB)")
-        raise DecodescopeError(
-            f"does not fit: {need}, {m.usable_bytes / 1e9:.1f} GB usable of {m.capacity_bytes / 1e9:.0f} GB",
-            (f"at most {m.max_batch} requests of this context fit (--batch); or " if m.max_batch else "")
-            + "add GPUs (--tp / --pp), or smaller weights (--weights fp8 / int4-g128 / nvfp4)"
-            + ("" if m.max_batch == 0 else ", or --kv fp8"))
+
+
+def _draft(model: str):
+    """A draft model, or an EAGLE-3 head whose LM head covers only its draft_vocab_size."""
+    raw = load_config(model)
+    arch = build_arch(raw)
+    dv = raw.data.get("draft_vocab_size")
+    return replace(arch, vocab_size=dv) if isinstance(dv, int) and 0 < dv < arch.vocab_size else arch
+
+
+def _max_positions(data: dict) -> int | None:
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else {}
+    n = data.get("max_position_embeddings", text.get("max_position_embeddings"))
+    return n if isinstance(n, int) and n > 0 else None

@@ -3,7 +3,7 @@
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_gpu, get_interconnect
-from decodescope.model.deployment import Deployment, Spec, parse_spec
+from decodescope.model.deployment import Deployment, Spec, check_weights_flag, engine_format, parse_spec
 from decodescope.model.engines import get_engine
 from decodescope.model.formats import WeightFormat, config_format, parse_format
 from decodescope.model.predict import Prediction, predict
@@ -19,10 +19,13 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
                                "set --tp / --pp so that their product is the GPU count of one replica "
                                "(data-parallel replicas do not change per-user speed)")
     g = get_gpu(gpu)
+    if weights:
+        check_weights_flag(weights)
     fmt = parse_format(weights, arch) if weights else config_format(arch)
     kv_dtype = kv or _config_kv(arch)
     link_id = link or ("none" if tp * pp == 1 else g.link)
-    return Deployment(gpu=g, link=get_interconnect(link_id), weights=fmt, engine=get_engine(engine),
+    e = get_engine(engine)
+    return Deployment(gpu=g, link=get_interconnect(link_id), weights=engine_format(fmt, e), engine=e,
                       tp=tp, pp=pp, ep=ep, kv_dtype=kv_dtype, batch=batch, context=context,
                       spec=parse_spec(spec, accept), draft=draft)
 

@@ -1,15 +1,25 @@
 """How a model is served: GPUs and their split, formats, batch, context, speculation."""
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
 from decodescope.model.engines import EngineProfile
 from decodescope.model.formats import WeightFormat
+from decodescope.model.ops import unique_layers
 
 KV_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+# Limits on flags, so that every answer stays well under a second: engines draft at most
+# a few tens of tokens per round, and no deployment has more requests or GPUs than these.
+MAX_DRAFT_STEPS = 32
+MAX_BATCH = 1 << 20
+MAX_CONTEXT = 1 << 27
+MAX_GPUS = 4096
+# GPUs one NVSwitch domain joins (gpus.toml link sources: HGX boards join 8 GPUs through
+# NVSwitch; GB200 NVL72 racks 72); beyond that the GPUs talk over the network
+NVSWITCH_GPUS = {"gb200": 72}
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,25 @@ class Spec:
         return {"method": self.method, "k": self.k, "accept_len": self.accept_len}
 
 
+def check_weights_flag(weights: str) -> None:
+    """Sizes inside a --weights value (the names themselves are formats.parse_format's)."""
+    s = weights.strip().lower()
+    if (m := re.fullmatch(r"int4-g(\d+)", s)) and not 8 <= int(m[1]) <= 65536:
+        raise DecodescopeError(f"--weights {s}: a group of {int(m[1])} weights per scale is out of range",
+                               "use int4-gN with 8 <= N <= 65536 (checkpoints use 32, 64 or 128)")
+    if (m := re.fullmatch(r"bpw:(\d+(?:\.\d+)?)", s)) and not 1.0 <= float(m[1]) <= 32.0:
+        raise DecodescopeError(f"--weights {s}: {m[1]} bits per weight is out of range",
+                               "use bpw:X with 1 <= X <= 32 (EXL2 models use 2.5-8)")
+
+
+def engine_format(fmt: WeightFormat, engine: EngineProfile) -> WeightFormat:
+    """The format as the engine applies it: engines that quantize the LM head with the
+    rest (gpt-fast's int8 / int4 modes) give it the weights' bits."""
+    if engine.lm_head_quantized and fmt.head_bits == 16 and fmt.bits < 16:
+        return replace(fmt, head_bits=fmt.bits)
+    return fmt
+
+
 def parse_spec(spec: str, accept: float | None) -> Spec:
     s = spec.strip().lower()
     if s in ("", "none"):
@@ -35,9 +64,12 @@ def parse_spec(spec: str, accept: float | None) -> Spec:
             raise DecodescopeError("--accept given without --spec", "add --spec mtp:K (or eagle:K, draft:K, ngram:K)")
         return Spec()
     m = re.fullmatch(r"(mtp|eagle|draft|ngram):(\d+)", s)
-    if not m or int(m[2]) < 1:
+    if not m:
         raise DecodescopeError(f"--spec '{spec}' not understood",
-                               "use none, mtp:K, eagle:K, draft:K or ngram:K with K >= 1 draft steps")
+                               "use none, mtp:K, eagle:K, draft:K or ngram:K with K draft steps")
+    if not 1 <= int(m[2]) <= MAX_DRAFT_STEPS:
+        raise DecodescopeError(f"--spec {s}: {m[2]} draft steps is out of range",
+                               f"use 1 <= K <= {MAX_DRAFT_STEPS} (engines draft 1-8 tokens per round)")
     k = int(m[2])
     if accept is None:
         raise DecodescopeError(f"--spec {s} needs --accept: the mean tokens per round incl. the bonus token (1..{k + 1})",
@@ -85,17 +117,26 @@ class Deployment:
 
 
 def check(arch: Arch, d: Deployment) -> None:
-    """Refuse deployments that cannot run: TP not dividing heads, EP not dividing TP."""
-    if min(d.tp, d.pp, d.ep, d.batch, d.context) < 1:
-        raise DecodescopeError("--tp, --pp, --ep, --batch and --context must be >= 1")
+    """Refuse deployments that cannot run: sizes out of range, TP not dividing heads, EP
+    not dividing TP or on a dense model, GPUs the link cannot join, a foreign draft."""
+    _check_sizes(d)
+    _check_link(d)
     if d.tp % d.ep:
         raise DecodescopeError(f"--ep {d.ep} must divide --tp {d.tp}",
                                "experts are split over ep of the tp GPUs of a stage")
+    if d.ep > 1 and not arch.is_moe:
+        raise DecodescopeError(f"--ep {d.ep}: {arch.name} is dense, it has no experts to split",
+                               "drop --ep (tensor parallelism splits a dense model: --tp)")
+    for layer, _ in unique_layers(arch.layers):
+        experts = getattr(layer.mlp, "num_experts", 0)
+        if d.ep > 1 and experts % d.ep:
+            raise DecodescopeError(f"--ep {d.ep} does not divide the {experts} experts of {arch.name}",
+                                   "choose an EP size that divides the expert count")
     if d.pp > len(arch.layers):
         raise DecodescopeError(f"--pp {d.pp} is more stages than the model's {len(arch.layers)} layers")
     if d.kv_dtype not in KV_BYTES:
         raise DecodescopeError(f"--kv {d.kv_dtype} unknown", f"use one of {', '.join(KV_BYTES)}")
-    for layer in arch.layers:
+    for layer, _ in unique_layers(arch.layers):
         for field, n in _head_counts(layer.mixer):
             if field == "num_key_value_heads":
                 ok = n % d.tp == 0 if n >= d.tp else d.tp % n == 0
@@ -109,6 +150,32 @@ def check(arch: Arch, d: Deployment) -> None:
                                "use eagle:K, draft:K with --draft MODEL, or ngram:K")
     if d.spec.method == "draft" and d.draft is None:
         raise DecodescopeError("--spec draft:K needs --draft MODEL (the draft model's config)")
+    if d.spec.method == "draft" and d.draft.vocab_size != arch.vocab_size:
+        raise DecodescopeError(f"--draft {d.draft.name} has a vocabulary of {d.draft.vocab_size} tokens, "
+                               f"{arch.name} one of {arch.vocab_size}: its drafts cannot be verified",
+                               "use a draft model of the same family and tokenizer")
+
+
+def _check_sizes(d: Deployment) -> None:
+    for flag, v, hi in (("--tp", d.tp, MAX_GPUS), ("--pp", d.pp, MAX_GPUS), ("--ep", d.ep, MAX_GPUS),
+                        ("--batch", d.batch, MAX_BATCH), ("--context", d.context, MAX_CONTEXT)):
+        if not 1 <= v <= hi:
+            raise DecodescopeError(f"{flag} {v} is out of range", f"use 1 <= {flag.lstrip('-')} <= {hi}")
+    if d.gpus > MAX_GPUS:
+        raise DecodescopeError(f"--tp {d.tp} x --pp {d.pp} = {d.gpus} GPUs is out of range",
+                               f"use at most {MAX_GPUS} GPUs per replica")
+
+
+def _check_link(d: Deployment) -> None:
+    if d.gpus > 1 and d.link.id == "none":
+        raise DecodescopeError(f"--link none joins no GPUs, but TP {d.tp} x PP {d.pp} needs {d.gpus}",
+                               "name the link between the GPUs (--link pcie, nvlink, nvswitch, network), "
+                               "or use one GPU")
+    domain = NVSWITCH_GPUS.get(d.gpu.id, 8)
+    if d.link.id == "nvswitch" and d.gpus > domain:
+        raise DecodescopeError(f"{d.gpus} GPUs over nvswitch: one {d.gpu.id} NVSwitch domain joins {domain}",
+                               f"keep TP x PP <= {domain} on one board, or name the link between nodes "
+                               "(--link network)")
 
 
 def _head_counts(mixer):

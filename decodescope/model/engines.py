@@ -23,7 +23,25 @@ class EngineProfile:
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
     memory_efficiency: dict[str, float] = field(default_factory=dict)
+    # memory: the engine gives memory_fraction of the device to weights + caches, less
+    # memory_reserve_gb (CUDA context, activations, graphs) where it keeps no fraction back
+    memory_fraction: float = 0.9
+    memory_fraction_by_tp: dict[str, float] = field(default_factory=dict)  # TP >= key -> fraction, where it varies
+    memory_reserve_gb: float = 0.0
+    pp_micro_batches: bool = True  # under PP the batch is split into micro-batches that fill the pipeline
+    embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
+    lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
+    lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
+    state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
+    splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
+    formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""
+    fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
+
+    def usable_fraction(self, tp: int) -> float:
+        """memory_fraction, or the one for the largest TP key not above tp."""
+        keys = [int(k) for k in self.memory_fraction_by_tp if int(k) <= tp]
+        return self.memory_fraction_by_tp[str(max(keys))] if keys else self.memory_fraction
 
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt
@@ -34,8 +52,13 @@ class EngineProfile:
 @cache
 def engines() -> dict[str, EngineProfile]:
     with open(Path(__file__).with_name("engines.toml"), "rb") as f:
-        data = tomllib.load(f)["engine"]
-    return {k: EngineProfile(id=k, **v) for k, v in data.items()}
+        data = tomllib.load(f)
+    serving = data.get("serving", {})
+    out = {}
+    for k, v in data["engine"].items():
+        extra = {f: tuple(x) if isinstance(x, list) else x for f, x in serving.get(k, {}).items()}
+        out[k] = EngineProfile(id=k, **v, **extra)
+    return out
 
 
 def get_engine(name: str) -> EngineProfile:

@@ -1,4 +1,6 @@
-"""Levers: the same deployment re-run with one change each, ranked by expected tok/s."""
+"""Levers: the same deployment re-run with one change each, ranked by expected tok/s.
+Only changes the engine can make and that gain are kept; GPUs that come out the same
+are listed once."""
 
 from dataclasses import dataclass, replace
 from math import ceil
@@ -6,12 +8,15 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
-from decodescope.model.deployment import Deployment, Spec
-from decodescope.model.formats import parse_format
+from decodescope.model.deployment import Deployment, Spec, engine_format
+from decodescope.model.engines import engines
+from decodescope.model.formats import WeightFormat, parse_format
 from decodescope.model.memory import memory_fit
 from decodescope.model.predict import estimates
 
 OTHER_GPUS = 3  # how many other GPUs of the database to list (the fastest that fit)
+MIN_GAIN = 0.005  # a lever must gain at least this much to be listed
+WEIGHT_ONLY_ENGINES = ("llamacpp", "exllamav2")  # engines whose own formats no other engine serves
 
 
 @dataclass(frozen=True)
@@ -27,18 +32,56 @@ class Lever:
         return dict(self.__dict__)
 
 
-def _run(arch: Arch, d: Deployment) -> tuple[float, float, bool]:
-    ceiling, expected = estimates(arch, d)
-    return expected.tok_s, ceiling.tok_s, memory_fit(arch, d).fits
-
-
-def _candidates(arch: Arch, d: Deployment) -> list[tuple[str, str, Deployment]]:
+def _formats(arch: Arch, d: Deployment) -> list[tuple[str, str, Deployment]]:
     out = []
-    bits = d.weights.bits
-    for fmt, label in (("fp8", "FP8 weights"), ("int4-g128", "INT4 weights (g128)"), ("nvfp4", "NVFP4 weights")):
-        f = parse_format(fmt, arch)
-        if f.bits < bits and (fmt != "nvfp4" or d.gpu.flops.get("fp4")):
-            out.append((f"weights {fmt}", f"{label}, not {d.weights.name}", replace(d, weights=f)))
+    for name in d.engine.formats:
+        f = engine_format(parse_format(name, arch), d.engine)
+        if f.bits < d.weights.bits and (not name.startswith("nvfp4") or d.gpu.flops.get("fp4")):
+            out.append((f"weights {name}", f"{name} weights, not {d.weights.name}", replace(d, weights=f)))
+    return out
+
+
+def _split(d: Deployment) -> list[tuple[str, str, Deployment]]:
+    link = d.link if d.gpus > 1 else get_interconnect(d.gpu.link)
+    if "tp" in d.engine.splits:
+        tp = 2 * d.tp
+        return [(f"tp {tp}", f"TP {d.tp} -> {tp} ({tp * d.pp} GPUs)", replace(d, tp=tp, link=link))]
+    pp = 2 * d.pp
+    return [(f"pp {pp}", f"layer split over {d.tp * pp} GPUs (PP {pp})", replace(d, pp=pp, link=link))]
+
+
+def _gpus(d: Deployment) -> list[tuple[str, str, Deployment]]:
+    """Other GPUs with more bandwidth or more BF16 FLOP/s: a part with less of both cannot gain."""
+    out = []
+    for g in all_gpus():
+        if g.id == d.gpu.id or not (g.memory_bw_bytes_s > d.gpu.memory_bw_bytes_s
+                                    or g.peak_flops("bf16") > d.gpu.peak_flops("bf16")):
+            continue
+        link = d.link if d.gpus == 1 else get_interconnect(g.link)
+        out.append((f"gpu {g.id}", f"{d.gpus} x {g.id} instead of {d.gpu.id}", replace(d, gpu=g, link=link)))
+    return out
+
+
+def _serves(engine_id: str, fmt: WeightFormat) -> bool:
+    """GGUF and EXL2 formats run on their own engine only, and those engines run only them."""
+    kind = fmt.name.split(":")[0] + ":" if fmt.name.startswith("bpw:") else fmt.name
+    if engine_id in WEIGHT_ONLY_ENGINES:
+        return any(f.startswith(kind) for f in engines()[engine_id].formats)
+    return not any(kind in engines()[e].formats or kind == "bpw:" for e in WEIGHT_ONLY_ENGINES)
+
+
+def _engines(d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
+    """When host time or kernel floors bound the round, another engine (CUDA graphs,
+    less host work per pass) is the lever."""
+    if bound not in ("host", "latency"):
+        return []
+    return [(f"engine {e.id}", f"{e.description}, not {d.engine.id}",
+             replace(d, engine=e, weights=engine_format(d.weights, e)))
+            for e in engines().values() if e.id not in (d.engine.id, "generic") and _serves(e.id, d.weights)]
+
+
+def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
+    out = _formats(arch, d)
     if d.kv_dtype != "fp8":
         out.append(("kv fp8", f"FP8 KV cache, not {d.kv_dtype}", replace(d, kv_dtype="fp8")))
     if d.spec.k:
@@ -46,26 +89,41 @@ def _candidates(arch: Arch, d: Deployment) -> list[tuple[str, str, Deployment]]:
         k = max(d.spec.k, ceil(a) - 1)
         out.append(("accept +1", f"accept_len {d.spec.accept_len:g} -> {a:g}"
                     + (f", {k} draft steps" if k != d.spec.k else ""), replace(d, spec=Spec(d.spec.method, k, a))))
-    tp = 2 * d.tp
-    out.append((f"tp {tp}", f"TP {d.tp} -> {tp} ({tp * d.pp} GPUs)",
-                replace(d, tp=tp, link=d.link if d.gpus > 1 else get_interconnect(d.gpu.link))))
-    for g in all_gpus():
-        if g.id != d.gpu.id:
-            link = d.link if d.gpus == 1 else get_interconnect(g.link)
-            out.append((f"gpu {g.id}", f"{d.gpus} x {g.id} instead of {d.gpu.id}", replace(d, gpu=g, link=link)))
-    return out
+    return out + _split(d) + _gpus(d) + _engines(d, bound)
 
 
-def levers(arch: Arch, d: Deployment, base_tok_s: float) -> list[Lever]:
-    """Every applicable single change, ranked by expected tok/s; of the other GPUs only
-    the OTHER_GPUS fastest that fit are kept."""
+def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") -> list[Lever]:
+    """Every applicable single change that gains, ranked by expected tok/s; of the other
+    GPUs only the OTHER_GPUS fastest that fit, one per distinct result."""
     found = []
-    for label, change, nd in _candidates(arch, d):
+    for label, change, nd in _candidates(arch, d, bound):
         try:
-            tok_s, ceil_tok_s, fits = _run(arch, nd)
-        except (DecodescopeError, KeyError):  # change not possible (e.g. TP not dividing heads)
+            fits = memory_fit(arch, nd).fits
+            if label.startswith("gpu ") and not fits:
+                continue  # only GPUs that fit are listed
+            ceiling, expected = estimates(arch, nd)
+        except DecodescopeError:  # change not possible (e.g. TP not dividing heads)
             continue
-        found.append(Lever(label, change, tok_s, ceil_tok_s, tok_s / base_tok_s - 1, fits))
-    gpus = sorted((x for x in found if x.lever.startswith("gpu ") and x.fits), key=lambda x: -x.tok_s)
-    rest = [x for x in found if not x.lever.startswith("gpu ")]
-    return sorted(rest + gpus[:OTHER_GPUS], key=lambda x: -x.tok_s)
+        gain = expected.tok_s / base_tok_s - 1
+        if gain >= MIN_GAIN:
+            found.append(Lever(label, change, expected.tok_s, ceiling.tok_s, gain, fits))
+    return sorted(_rest(found) + _distinct_gpus(found), key=lambda x: -x.tok_s)
+
+
+def _rest(found: list[Lever]) -> list[Lever]:
+    return [x for x in found if not x.lever.startswith("gpu ")]
+
+
+def _distinct_gpus(found: list[Lever]) -> list[Lever]:
+    """GPUs that fit, fastest first; parts with the same result (gb200 and b300 share
+    bandwidth and FLOP/s) become one lever naming them all."""
+    groups: dict[tuple, list[Lever]] = {}
+    for x in sorted((x for x in found if x.lever.startswith("gpu ") and x.fits), key=lambda x: -x.tok_s):
+        groups.setdefault((round(x.tok_s, 1), round(x.ceiling_tok_s, 1)), []).append(x)
+    out = []
+    for same in list(groups.values())[:OTHER_GPUS]:
+        ids = [x.lever.removeprefix("gpu ") for x in same]
+        first = same[0]
+        out.append(replace(first, lever="gpu " + " = ".join(ids),
+                           change=first.change.replace(ids[0], " or ".join(ids), 1)))
+    return out

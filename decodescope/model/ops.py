@@ -2,14 +2,18 @@
 by a roofline per operator — max(bytes / bandwidth, FLOPs / peak) — plus the fixed
 costs that do not scale with bytes (kernel floors, allreduce latency)."""
 
+from __future__ import annotations
+
 from collections import Counter
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 from math import comb
+from typing import TYPE_CHECKING
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
-from decodescope.model.deployment import Deployment
 from decodescope.model.formats import WeightFormat
+
+if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
+    from decodescope.model.deployment import Deployment
 
 ACT_BYTES = 2  # bf16 activations on the wire
 
@@ -96,9 +100,15 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
             flops = 2 * per_token * tokens
         quantised = t.linear and bits < 16
         bw = r.bw_by_format.get(fmt.name, r.bw) if quantised else r.bw
-        peak = r.flops[fmt.compute if quantised else "bf16"]
+        peak = r.flops[compute_dtype(fmt) if quantised else "bf16"]
         ops.append(_roofline("weights", t.name, params * bits / 8, flops, bw, peak))
     return ops
+
+
+def compute_dtype(fmt: WeightFormat) -> str:
+    """The Rates.flops key a format's matmuls run at: MXFP4 has its own ("mxfp4"), as
+    GPUs without FP4 tensor cores run its MoE kernels at the BF16 rate."""
+    return "mxfp4" if fmt.compute == "fp4" and fmt.name.startswith("mxfp4") else fmt.compute
 
 
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
@@ -116,9 +126,12 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
 
 def state_op(mixer: GatedDeltaNet | Mamba2, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
     """Recurrent state: read once, written after each token of the pass (a verify pass
-    keeps every intermediate state so that rejected draft tokens can be rolled back)."""
+    keeps every intermediate state so that rejected draft tokens can be rolled back).
+    Engines that keep those in scratch copy the accepted one into the cache afterwards:
+    one more read and write of the state per verify pass."""
     per_req = mixer.state_bytes(d.tp)
-    nbytes = batch * per_req * (1 + tokens_per_req)
+    commit = 2 if tokens_per_req > 1 and d.engine.state_commit_after_verify else 0
+    nbytes = batch * per_req * (1 + tokens_per_req + commit)
     flops = 4 * batch * tokens_per_req * per_req / mixer.state_dtype_bytes  # ~4 FLOP per state element
     return _roofline("state", "recurrent state", nbytes, flops, r.bw, r.flops["bf16"])
 
@@ -129,10 +142,17 @@ def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
     return Op("allreduce", name, msg_bytes, 0.0, t, "comm")
 
 
-@lru_cache(maxsize=64)
+_UNIQUE: dict[int, tuple] = {}
+
+
 def unique_layers(layers: tuple[Layer, ...]) -> tuple[tuple[Layer, int], ...]:
-    """Identical layers (most of a model) are timed once and counted."""
-    return tuple(Counter(layers).items())
+    """Identical layers (most of a model) are timed once and counted. Cached by the
+    tuple's identity: hashing a layer walks all its tensors, too slow to repeat for
+    every lever."""
+    hit = _UNIQUE.get(id(layers))
+    if hit is None or hit[0] is not layers:
+        hit = _UNIQUE[id(layers)] = (layers, tuple(Counter(layers).items()))
+    return hit[1]
 
 
 def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
@@ -140,7 +160,7 @@ def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, ba
     """layer_ops of every layer, identical layers timed once and scaled by their count."""
     out = []
     for layer, n in unique_layers(layers):
-        out += [replace(op, bytes=op.bytes * n, flops=op.flops * n, time_s=op.time_s * n)
+        out += [Op(op.component, op.name, op.bytes * n, op.flops * n, op.time_s * n, op.bound)
                 for op in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
     return out
 
@@ -166,13 +186,26 @@ def layer_hidden(layer: Layer) -> int:
     return (layer.mixer or layer.mlp).hidden_size
 
 
+def lm_head(arch: Arch, d: Deployment, vocab: int | None = None) -> Tensor:
+    """The LM head as the engine holds it: vocab-parallel over TP ranks, or whole on each."""
+    return Tensor("lm_head", (vocab or arch.vocab_size, arch.hidden_size), d.engine.lm_head_shard)
+
+
+def embedding_ops(arch: Arch, d: Deployment, tokens: int, r: Rates) -> list[Op]:
+    """A vocab-parallel embedding looks each token up on the rank that holds its row and
+    allreduces the [tokens, hidden] result: one allreduce per forward pass."""
+    if d.tp == 1 or d.engine.lm_head_shard != "vocab":
+        return []
+    return [allreduce_op("embedding allreduce", tokens * arch.hidden_size * ACT_BYTES, d.tp, r)]
+
+
 def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
              r: Rates, vocab: int | None = None) -> list[Op]:
     """Final norm + LM head over every token of the pass (+ gathering the vocab-parallel logits)."""
     tokens = batch * tokens_per_req
-    head = arch.lm_head if vocab is None else Tensor("lm_head", (vocab, arch.hidden_size), "vocab")
+    head = lm_head(arch, d, vocab)
     ops = weight_ops([arch.final_norm, head], None, fmt, d, tokens, r)
-    if d.tp > 1:
+    if d.tp > 1 and head.shard == "vocab":
         msg = tokens * head.shape[0] * ACT_BYTES  # the gathered logits
         t = r.allreduce_alpha_s + (d.tp - 1) / d.tp * msg / r.link_bw
         ops.append(Op("allreduce", "logits gather", msg, 0.0, t, "comm"))

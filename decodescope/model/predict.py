@@ -1,13 +1,13 @@
 """predict(): the decode round of a deployment as a ceiling and an expected value."""
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from decodescope.arch import Arch
+from decodescope.arch import Arch, MoE
 from decodescope.errors import DecodescopeError
 from decodescope.model.deployment import Deployment, check
-from decodescope.model.memory import MemoryFit, memory_fit, stage_layers
-from decodescope.model.ops import Rates, head_ops, repeated_ops
-from decodescope.model.round import Estimate, estimate, verify_ops
+from decodescope.model.memory import MemoryFit, fit_options, memory_fit
+from decodescope.model.ops import Rates, lm_head, unique_layers, weight_ops
+from decodescope.model.round import Estimate, estimate
 
 DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
 PCIE_LANE_BYTES_S = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.563e9}  # per direction
@@ -20,11 +20,12 @@ class Prediction:
     deployment: Deployment
     ceiling: Estimate  # every byte and FLOP at datasheet rates; no fixed latencies (kernel floors, allreduce alpha, host)
     expected: Estimate  # the engine profile's achievable fractions, floors and host overhead
-    weight_bytes_per_gpu: float  # weights one forward pass reads per GPU at batch 1 (largest stage)
+    weight_bytes_per_gpu: float  # weights one round reads per GPU: the table's weights row (batch B, per stage under PP)
     memory: MemoryFit
     compute_bound_batch: int | None  # smallest batch at which the weight GEMMs turn compute-bound
     notes: tuple[str, ...] = ()
     levers: tuple = ()  # levers.Lever, ranked by expected tok/s
+    would_fit: tuple[str, ...] = ()  # when it does not fit: single flag changes that would
 
     def to_dict(self) -> dict:
         a, d = self.arch, self.deployment
@@ -36,7 +37,7 @@ class Prediction:
                 "ceiling": self.ceiling.to_dict(), "expected": self.expected.to_dict(),
                 "breakdown": [c.to_dict() for c in self.expected.breakdown],
                 "bound": self.expected.bound, "compute_bound_batch": self.compute_bound_batch,
-                "memory": self.memory.to_dict(), "levers": [x.to_dict() for x in self.levers],
+                "memory": {**self.memory.to_dict(), "would_fit": list(self.would_fit)}, "levers": [x.to_dict() for x in self.levers],
                 "notes": list(self.notes)}
 
 
@@ -70,9 +71,19 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     return link.allreduce_latency_s, ""
 
 
+def peak_flops(g) -> dict[str, float]:
+    """Tensor FLOP/s by compute dtype. Without FP4 tensor cores NVFP4 math runs at the FP8
+    rate (GPU.peak_flops falls back), while MXFP4 MoE kernels upcast to BF16 (Hopper:
+    https://github.com/triton-lang/triton/tree/main/python/triton_kernels matmul_ogs,
+    used by vLLM and SGLang for gpt-oss)."""
+    out = {t: g.peak_flops(t) for t in DTYPES}
+    out["mxfp4"] = g.flops["fp4"] if g.flops.get("fp4") else g.peak_flops("bf16")
+    return out
+
+
 def ceiling_rates(d: Deployment) -> Rates:
     g = d.gpu
-    return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops={t: g.peak_flops(t) for t in DTYPES},
+    return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops=peak_flops(g),
                  kernel_floor_s=0.0, allreduce_alpha_s=0.0,
                  link_bw=link_bandwidth(d))
 
@@ -82,7 +93,7 @@ def expected_rates(d: Deployment) -> Rates:
     fmts = {d.weights.name, (d.draft_weights or d.weights).name}
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
-                 flops={t: g.peak_flops(t) * e.flops_efficiency for t in DTYPES},
+                 flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * d.link.bw_efficiency)
@@ -96,35 +107,39 @@ def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
             estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step))
 
 
-def predict(arch: Arch, d: Deployment, with_levers: bool = False) -> Prediction:
-    """Model one decode round of `arch` served as `d` (and, if asked, its levers)."""
+def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions: int | None = None) -> Prediction:
+    """Model one decode round of `arch` served as `d` (and, if asked, its levers).
+    max_positions: the config's max_position_embeddings, to flag a longer context."""
     ceiling, expected = estimates(arch, d)
     found = ()
     if with_levers:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
-        found = tuple(levers(arch, d, expected.tok_s))
+        found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
-    return Prediction(arch, d, ceiling, expected, max(stage_read_bytes(arch, d)), memory_fit(arch, d),
-                      compute_bound_batch(arch, d), notes, found)
-
-
-def stage_read_bytes(arch: Arch, d: Deployment) -> list[float]:
-    """Weight bytes one batch-1, one-token forward pass reads per GPU, per pipeline stage."""
-    one, r = replace(d, batch=1), ceiling_rates(d)
-    stages = [repeated_ops(tuple(s), d.weights, one, 1, 1, r) for s in stage_layers(arch, d)]
-    stages[-1] += head_ops(arch, d.weights, one, 1, 1, r)
-    return [sum(op.bytes for op in ops if op.component == "weights") for ops in stages]
+    end = d.context + d.spec.tokens_per_verify
+    if max_positions and end > max_positions:
+        notes += (f"context {end} tokens is beyond the model's max_position_embeddings {max_positions}: "
+                  "it was not trained that long (quality, not speed, is at stake)",)
+    weights = next((c.bytes for c in expected.breakdown if c.component == "weights"), 0.0)
+    m = memory_fit(arch, d)
+    return Prediction(arch, d, ceiling, expected, weights, m, compute_bound_batch(arch, d), notes, found,
+                      () if m.fits else fit_options(arch, d, m))
 
 
 def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int | None:
     """Smallest batch at which the weight GEMMs of a verify pass take longer on the
     tensor cores than reading the weights (datasheet rates)."""
     r = ceiling_rates(d)
+    t = d.spec.tokens_per_verify
+    layers = unique_layers(arch.layers)
+    head = [arch.final_norm, lm_head(arch, d)]
 
     def compute_bound(b: int) -> bool:
-        ops = [op for op in verify_ops(arch, replace(d, batch=b), r) if op.component == "weights"]
-        return sum(op.time_s for op in ops if op.bound == "compute") > sum(
-            op.time_s for op in ops if op.bound == "memory")
+        time = {"compute": 0.0, "memory": 0.0}
+        for tensors, moe, n in [(layer.tensors(), _moe(layer), n) for layer, n in layers] + [(head, None, 1)]:
+            for op in weight_ops(tensors, moe, d.weights, d, b * t, r):
+                time[op.bound] += n * op.time_s
+        return time["compute"] > time["memory"]
 
     lo, hi = 1, 1
     while not compute_bound(hi):
@@ -135,6 +150,10 @@ def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int 
         mid = (lo + hi) // 2
         lo, hi = (mid + 1, hi) if not compute_bound(mid) else (lo, mid)
     return hi
+
+
+def _moe(layer) -> MoE | None:
+    return layer.mlp if isinstance(layer.mlp, MoE) else None
 
 
 def hardware_dict(d: Deployment) -> dict:

@@ -1,13 +1,19 @@
 """One decode round: k draft steps + one verify pass over k+1 tokens per request
 (one plain pass without speculation), per GPU, as a ceiling and as an expected value."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import ceil
 
 from decodescope.arch import Arch, Attention, DenseMLP, Layer, MTPModule, Tensor
 from decodescope.model.deployment import Deployment
-from decodescope.model.ops import Op, Rates, head_ops, layer_ops, pipeline_ops, repeated_ops, weight_ops
+from decodescope.model.ops import (Op, Rates, embedding_ops, head_ops, layer_ops, pipeline_ops, repeated_ops,
+                                   weight_ops)
 
 COMPONENTS = ("weights", "kv_cache", "state", "allreduce", "kernels", "draft", "host")
+# EAGLE-3 heads predict over a reduced draft vocabulary, mapped back to the target's:
+# https://huggingface.co/yuhuili/EAGLE3-LLaMA3.1-Instruct-8B/blob/main/config.json
+# '"draft_vocab_size": 32000' (target vocab 128256)
+EAGLE3_DRAFT_VOCAB = 32000
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,7 @@ class Estimate:
 def verify_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
     """The target model's forward pass over k+1 tokens per request (1 without speculation)."""
     t = d.spec.tokens_per_verify
-    ops = repeated_ops(arch.layers, d.weights, d, d.batch, t, r)
+    ops = embedding_ops(arch, d, d.batch * t, r) + repeated_ops(arch.layers, d.weights, d, d.batch, t, r)
     return ops + head_ops(arch, d.weights, d, d.batch, t, r) + pipeline_ops(arch, d, d.batch, t, r)
 
 
@@ -53,21 +59,22 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
     if method == "eagle":
         if d.draft is not None:
             return _draft_model_ops(d.draft, d, r)
-        return _module_ops(eagle_head(arch), arch, d, r, mtp=False)
+        return _module_ops(eagle_head(arch), arch, d, r, mtp=False, vocab=min(EAGLE3_DRAFT_VOCAB, arch.vocab_size))
     if method == "draft":
         return _draft_model_ops(d.draft, d, r)
     return []  # n-gram: lookup on the CPU, no GPU work
 
 
-def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, mtp: bool) -> list[Op]:
-    ops = weight_ops(list(m.extra), None, d.weights, d, d.batch, r, mtp)
+def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, mtp: bool, vocab: int | None = None) -> list[Op]:
+    ops = embedding_ops(arch, d, d.batch, r) + weight_ops(list(m.extra), None, d.weights, d, d.batch, r, mtp)
     ops += layer_ops(m.layer, d.weights, d, d.batch, 1, r, mtp)
-    return ops + head_ops(arch, d.weights, d, d.batch, 1, r)
+    return ops + head_ops(arch, d.weights, d, d.batch, 1, r, vocab)
 
 
 def _draft_model_ops(draft: Arch, d: Deployment, r: Rates) -> list[Op]:
     fmt = d.draft_weights or d.weights
-    return repeated_ops(draft.layers, fmt, d, d.batch, 1, r) + head_ops(draft, fmt, d, d.batch, 1, r)
+    return (embedding_ops(draft, d, d.batch, r) + repeated_ops(draft.layers, fmt, d, d.batch, 1, r)
+            + head_ops(draft, fmt, d, d.batch, 1, r))
 
 
 def eagle_head(arch: Arch) -> MTPModule:
@@ -93,17 +100,50 @@ def sum_ops(ops: list[Op]) -> dict[str, Component]:
     return {k: Component(k, *v) for k, v in out.items()}
 
 
+def all_accepted(k: int, accept_len: float) -> float:
+    """P(all k drafts accepted) when each is accepted with the same rate a, solved from
+    accept_len = 1 + a + ... + a^k (bonus token included); P = a^k."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        a = (lo + hi) / 2
+        lo, hi = (a, hi) if sum(a ** i for i in range(k + 1)) < accept_len else (lo, a)
+    return lo ** k
+
+
+def draft_steps(d: Deployment) -> float:
+    """Draft forward passes per round: k, and for a separate draft model one more when
+    all k are accepted (it then runs the last draft token to fill its own cache:
+    https://github.com/pytorch-labs/gpt-fast/blob/main/generate.py speculative_decode,
+    'fill last token into draft model')."""
+    extra = all_accepted(d.spec.k, d.spec.accept_len) if d.spec.method == "draft" else 0.0
+    return d.spec.k + extra
+
+
+def micro_batches(d: Deployment) -> int:
+    """Under PP, engines split the batch into up to PP micro-batches that fill the pipeline
+    (vLLM V1 keeps PP batches in flight): each request then waits for one pass over all
+    stages at the micro-batch's size. llama.cpp's layer split runs a decode batch through
+    the stages one after another (its pipelining splits prompts only)."""
+    return min(d.pp, d.batch) if d.engine.pp_micro_batches else 1
+
+
 def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft: float) -> Estimate:
-    """Time one round from its ops; PP stages run in sequence, so per-GPU bytes add up
-    over all stages for the time while each GPU holds only its own stage."""
-    verify = verify_ops(arch, d, r)
-    drafts = [op for s in range(d.spec.k) for op in draft_step_ops(arch, d, r, s)]
-    parts = sum_ops(verify)
+    """Time one round from its ops. PP stages run one after another for a request, so
+    their times add; bytes and FLOPs are per GPU: the stages' sum over pp, times the
+    micro-batches each GPU runs per round."""
+    m = micro_batches(d)
+    dm = replace(d, batch=ceil(d.batch / m))
+    verify = verify_ops(arch, dm, r)
+    steps = draft_steps(dm)
+    drafts = [op for s in range(dm.spec.k) for op in draft_step_ops(arch, dm, r, s)]
+    per_gpu = m / d.pp
+    parts = {k: replace(c, bytes=c.bytes * per_gpu, flops=c.flops * per_gpu) for k, c in sum_ops(verify).items()}
     if drafts:
-        dsum = sum_ops(drafts).values()
-        parts["draft"] = Component("draft", sum(c.ms for c in dsum), sum(c.bytes for c in dsum),
-                                   sum(c.flops for c in dsum))
-    host = host_ms + d.spec.k * host_ms_draft
+        dsum, scale = sum_ops(drafts).values(), steps / d.spec.k  # the draft runs on the last stage's GPUs
+        parts["draft"] = Component("draft", scale * sum(c.ms for c in dsum), scale * sum(c.bytes for c in dsum),
+                                   scale * sum(c.flops for c in dsum))
+    # n-gram drafts are a CPU lookup inside the scheduler step: no draft forward to launch
+    host = host_ms + (0.0 if d.spec.method == "ngram" else steps * host_ms_draft)
     if host:
         parts["host"] = Component("host", host, 0.0, 0.0)
     breakdown = tuple(parts[c] for c in COMPONENTS if c in parts)

@@ -1,58 +1,89 @@
-"""Rich terminal rendering. Every figure with its unit; the numbers are the ones in
-Prediction.to_dict(), only formatted."""
+"""Terminal rendering of `decodescope model`. Every figure with its unit; the numbers are
+the ones in Prediction.to_dict(), only formatted. Plain text tables (no rich): importing
+rich would cost this command a quarter of its run time."""
 
+import os
 import re
-
-from rich.console import Console
-from rich.table import Table
+import sys
 
 from decodescope.model.predict import Prediction, hardware_dict
 
 BAR = 24  # characters for the largest component
+_STYLE = {"bold": "\033[1m", "red": "\033[31m", "bold red": "\033[1;31m"}
 
 
-def _describe(p: Prediction) -> str:
+class _Text:
+    """Bold / red through ANSI codes when writing to a terminal that wants colour."""
+
+    def __init__(self, color: bool):
+        self.color = color
+
+    def __call__(self, style: str, s: str) -> str:
+        return f"{_STYLE[style]}{s}\033[0m" if self.color else s
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]], left: int, split: int | None = None) -> str:
+    """A boxed table: the first `left` columns left-aligned, the rest right-aligned; a
+    rule before row `split`."""
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells):
+        return "│ " + " │ ".join(c.ljust(w) if i < left or i == len(widths) - 1 and not headers[i] else c.rjust(w)
+                                  for i, (c, w) in enumerate(zip(cells, widths))) + " │"
+
+    def rule(a, b, c):
+        return a + b.join("─" * (w + 2) for w in widths) + c
+
+    body = [line(r) if i != split else rule("├", "┼", "┤") + "\n" + line(r) for i, r in enumerate(rows)]
+    width = sum(widths) + 3 * len(widths) + 1
+    return "\n".join([title.center(width).rstrip(), rule("┌", "┬", "┐"), line(headers), rule("├", "┼", "┤"),
+                      *body, rule("└", "┴", "┘")])
+
+
+def _describe(p: Prediction, t: _Text) -> str:
     d, a = p.deployment, p.arch
     spec = "no speculation" if not d.spec.k else f"{d.spec.method} {d.spec.k} steps, accept_len {d.spec.accept_len:g}"
     par = f"TP {d.tp}" + (f", PP {d.pp}" if d.pp > 1 else "") + (f", EP {d.ep}" if d.ep > 1 else "")
-    return (f"[bold]{a.name}[/] ({a.source}): {a.params_total / 1e9:.2f} B params, "
+    return (f"{t('bold', a.name)} ({a.source}): {a.params_total / 1e9:.2f} B params, "
             f"{a.params_active / 1e9:.2f} B active, {a.params_read_per_token / 1e9:.2f} B read per token\n"
             f"{d.gpus} x {d.gpu.name}, {par}, link {d.link.id}; weights {d.weights.name}, KV {d.kv_dtype}; "
             f"batch {d.batch}, context {d.context} tokens; {spec}; engine {d.engine.id}")
 
 
-def _breakdown(p: Prediction) -> Table:
-    t = Table(title="one decode round, per GPU")
-    for col in ("component", "ceiling ms", "expected ms", "GB / GPU", "GFLOP / GPU", ""):
-        t.add_column(col, justify="left" if col in ("component", "") else "right")
+def _breakdown(p: Prediction) -> str:
+    d = p.deployment
+    per = (f"per GPU at batch {d.batch}" if d.pp == 1 else
+           f"ms: one request's wait over all {d.pp} stages; GB, GFLOP: per GPU (its stage, "
+           f"{min(d.pp, d.batch)} micro-batch{'es' if min(d.pp, d.batch) > 1 else ''} of {-(-d.batch // min(d.pp, d.batch))})")
     top = max(c.ms for c in p.expected.breakdown)
-    for c in p.expected.breakdown:
-        t.add_row(c.component, f"{p.ceiling.ms(c.component):.2f}", f"{c.ms:.2f}", f"{c.bytes / 1e9:.3f}",
-                  f"{c.flops / 1e9:.1f}", "█" * max(1, round(BAR * c.ms / top)))
-    t.add_section()
-    t.add_row("round", f"{p.ceiling.round_ms:.2f}", f"{p.expected.round_ms:.2f}", "", "", "")
-    t.add_row("tok/s per user", f"{p.ceiling.tok_s:.1f}", f"{p.expected.tok_s:.1f}", "", "", "")
-    t.add_row("tok/s total", f"{p.ceiling.tok_s_total:.1f}", f"{p.expected.tok_s_total:.1f}", "", "", "")
-    return t
+    rows = [[c.component, f"{p.ceiling.ms(c.component):.2f}", f"{c.ms:.2f}", f"{c.bytes / 1e9:.3f}",
+             f"{c.flops / 1e9:.1f}", "█" * max(1, round(BAR * c.ms / top))] for c in p.expected.breakdown]
+    split = len(rows)
+    rows += [["round", f"{p.ceiling.round_ms:.2f}", f"{p.expected.round_ms:.2f}", "", "", ""],
+             ["tok/s per user", f"{p.ceiling.tok_s:.1f}", f"{p.expected.tok_s:.1f}", "", "", ""],
+             ["tok/s total", f"{p.ceiling.tok_s_total:.1f}", f"{p.expected.tok_s_total:.1f}", "", "", ""]]
+    return _table(f"one decode round, {per}",
+                  ["component", "ceiling ms", "expected ms", "GB / GPU", "GFLOP / GPU", ""], rows, 1, split)
 
 
-def _levers(p: Prediction) -> Table:
-    t = Table(title="levers (one change each, expected tok/s per user)")
-    for col in ("lever", "change", "tok/s", "gain", "ceiling tok/s", "fits"):
-        t.add_column(col, justify="left" if col in ("lever", "change") else "right")
-    for x in p.levers:
-        t.add_row(x.lever, x.change, f"{x.tok_s:.1f}", f"{x.gain:+.0%}", f"{x.ceiling_tok_s:.1f}",
-                  "yes" if x.fits else "[red]no[/]")
-    return t
+def _levers(p: Prediction) -> str:
+    rows = [[x.lever, x.change, f"{x.tok_s:.1f}", f"{x.gain:+.0%}", f"{x.ceiling_tok_s:.1f}",
+             "yes" if x.fits else "no"] for x in p.levers]
+    return _table("levers (one change each, expected tok/s per user)",
+                  ["lever", "change", "tok/s", "gain", "ceiling tok/s", "fits"], rows, 2)
 
 
-def _facts(p: Prediction) -> str:
+def _facts(p: Prediction, t: _Text) -> str:
     m, cb = p.memory, p.compute_bound_batch
-    fit = "fits" if m.fits else "[red]does NOT fit[/]"
-    lines = [f"bound: [bold]{p.expected.bound}[/]; weights read per GPU per pass: {p.weight_bytes_per_gpu / 1e9:.2f} GB; "
+    fit = "fits" if m.fits else t("red", "does NOT fit")
+    lines = [f"bound: {t('bold', p.expected.bound)}; weights read per GPU per round: {p.weight_bytes_per_gpu / 1e9:.2f} GB "
+             "(the table's weights row); "
              + (f"decode turns compute-bound at batch {cb}" if cb else "never compute-bound below batch 65536"),
-             f"memory per GPU: {m.total_bytes / 1e9:.1f} GB of {m.usable_bytes / 1e9:.1f} GB usable "
-             f"({m.capacity_bytes / 1e9:.0f} GB): {fit}; room for {m.max_batch} requests of this context"]
+             f"memory per GPU (largest stage): {m.total_bytes / 1e9:.1f} GB of {m.usable_bytes / 1e9:.1f} GB usable "
+             f"({m.capacity_bytes / 1e9:.0f} GB, engine {p.deployment.engine.id}): {fit}; "
+             f"room for {m.max_batch} requests of this context"]
+    if not m.fits:
+        lines.append(_misfit(p, t))
     h = hardware_dict(p.deployment)
     src, e = h["sources"], p.deployment.engine
     lines.append(f"sources: bandwidth {h['memory_bw_bytes_s'] / 1e9:.0f} GB/s {_ref(src.get('memory_bw_bytes_s'))}"
@@ -64,6 +95,23 @@ def _facts(p: Prediction) -> str:
     return "\n".join(lines)
 
 
+def _misfit(p: Prediction, t: _Text) -> str:
+    """The warning line: what does not fit, and which single changes would."""
+    m, d = p.memory, p.deployment
+    gb = 1e9
+    left = (m.usable_bytes - m.weights_bytes) / gb
+    one = (m.kv_cache_bytes + m.state_bytes) / d.batch / gb
+    what = {
+        "weights": f"the weights alone need {m.weights_bytes / gb:.1f} GB per GPU, {m.usable_bytes / gb:.1f} GB usable",
+        "kv": f"the weights fit ({m.weights_bytes / gb:.1f} GB per GPU), but one request's KV cache and state at "
+              f"context {d.context} need {one:.1f} GB, {left:.1f} GB left",
+        "batch": f"KV cache and state of {d.batch} requests at context {d.context} need "
+                 f"{(m.kv_cache_bytes + m.state_bytes) / gb:.1f} GB per GPU, {left:.1f} GB left beside the weights",
+    }[m.short_of]
+    would = ", ".join(p.would_fit) if p.would_fit else "none of --batch, --kv fp8, smaller weights, 16x the GPUs"
+    return f"{t('bold red', 'warning')}: does not fit: {what}; would fit: {would}"
+
+
 def _ref(source: str | None) -> str:
     """The first URL of a source text, else its first words."""
     if not source:
@@ -72,10 +120,8 @@ def _ref(source: str | None) -> str:
     return f"({m[0].rstrip(':,.')})" if m else f"({source[:60]})"
 
 
-def print_prediction(p: Prediction, console: Console | None = None) -> None:
-    c = console or Console()
-    c.print(_describe(p))
-    c.print(_breakdown(p))
-    c.print(_facts(p))
-    if p.levers:
-        c.print(_levers(p))
+def print_prediction(p: Prediction, out=None) -> None:
+    out = out or sys.stdout
+    t = _Text(out.isatty() and "NO_COLOR" not in os.environ)
+    parts = [_describe(p, t), _breakdown(p), _facts(p, t)] + ([_levers(p)] if p.levers else [])
+    out.write("\n".join(parts) + "\n")
