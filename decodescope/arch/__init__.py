@@ -2,7 +2,7 @@
 
 from decodescope.arch.arch import Arch, MTPModule, active_params
 from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
-from decodescope.arch.build import build_arch
+from decodescope.arch.registry import build_arch
 from decodescope.arch.config import RawConfig, load_config, presets
 
 

@@ -109,7 +109,7 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
         kv_heads = 1  # one latent per token, replicated on every TP rank
     else:
         kv_heads = max(1, mixer.num_key_value_heads // d.tp)
-    nbytes = batch * context * mixer.kv_bytes_per_token(kv_heads, d.kv_bytes)
+    nbytes = batch * mixer.kv_read_bytes(context, kv_heads, d.kv_bytes)
     flops = batch * tokens_per_req * mixer.attention_flops_per_token(mixer.num_attention_heads / d.tp, context)
     return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
 

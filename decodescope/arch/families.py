@@ -1,0 +1,109 @@
+"""Families whose configs name their fields their own way (ChatGLM, ERNIE, InternLM2,
+Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
+parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
+
+from decodescope.arch.blocks import DenseMLP, Layer, Tensor
+from decodescope.arch.build import attention, build_decoder, decoder_mlp, nextn_mtp
+from decodescope.arch.fields import Fields
+from decodescope.errors import DecodescopeError
+
+# Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
+# released multimodal configs (google/gemma-3-4b-it) leave these out of text_config
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262208, "head_dim": 256, "num_attention_heads": 8,
+                        "num_key_value_heads": 4, "sliding_window": 4096, "sliding_window_pattern": 6}
+
+
+def _rename(f: Fields, names: dict, **fixed) -> Fields:
+    """The fields under Llama-style names: names maps our key -> the family's key."""
+    data = dict(f.data)
+    for ours, theirs in names.items():
+        if f.data.get(theirs) is not None:
+            data[ours] = f.data[theirs]
+    return Fields({**data, **fixed}, f.source)
+
+
+def translate(f: Fields) -> Fields:
+    """The config of `f` in the field names the builders read."""
+    mt = f.str_("model_type")
+    if mt == "chatglm":  # THUDM/glm-4-9b, chatglm3-6b
+        mqa = f.get("multi_query_attention", default=False)
+        g = _rename(f, {"num_hidden_layers": "num_layers", "vocab_size": "padded_vocab_size",
+                        "intermediate_size": "ffn_hidden_size", "head_dim": "kv_channels"},
+                    attention_bias=bool(f.get("add_qkv_bias", default=False)),
+                    mlp_bias=bool(f.get("add_bias_linear", default=False)))
+        if mqa:
+            g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
+        return g
+    if mt == "internlm2":  # one `bias` flag for wqkv and wo
+        return _rename(f, {"attention_bias": "bias"})
+    if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
+        shared = f.get("moe_num_shared_experts", default=0)
+        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
+                           "first_k_dense_replace": "moe_layer_start_index", "moe_layer_freq": "moe_layer_interval",
+                           "attention_bias": "use_bias"},
+                       n_shared_experts=shared, shared_expert_intermediate_size=0)
+    if mt.startswith("gemma3"):
+        return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
+    return f
+
+
+def build_cohere(f: Fields):
+    """Cohere Command-R / Aya (cohere) and Command R7B / A (cohere2): attention and MLP run
+    in parallel off one LayerNorm (weight only), so the MLP has no norm of its own."""
+    n, mt = f.need("num_hidden_layers"), f.str_("model_type")
+    qk = bool(f.get("use_qk_norm", default=False))
+    types = f.list_("layer_types", str)
+    if mt == "cohere2" and not types:  # every sliding_window_pattern-th layer is global
+        p = f.get("sliding_window_pattern", default=4)
+        types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
+    layers = []
+    for i in range(n):
+        w = f.get("sliding_window") if types and types[i] == "sliding_attention" else None
+        attn = attention(f, w, qk_norm=qk, qk_norm_full=True)
+        mlp = DenseMLP(f.need("hidden_size"), f.need("intermediate_size"), norm=False)
+        layers.append(Layer("sliding_attention" if w else "attention", attn, mlp))
+    return layers, [], ()
+
+
+def build_starcoder2(f: Fields):
+    """StarCoder2: LayerNorms with biases, biased q/k/v/o, a plain (ungated) GELU MLP
+    c_fc / c_proj with biases."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    bias = bool(f.get("use_bias", default=True))
+    norm_bias = (Tensor("input_layernorm.bias", (h,), "rep", linear=False),
+                 Tensor("post_attention_layernorm.bias", (h,), "rep", linear=False))
+    window = f.get("sliding_window")
+    layers = [Layer("sliding_attention" if window else "attention",
+                    attention(f, window, attention_bias=bias, o_bias=bias),
+                    DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bias), norm_bias)
+              for _ in range(n)]
+    return layers, [], ()
+
+
+def build_phimoe(f: Fields):
+    """Phi-3.5-MoE: Mixtral layout with biased attention and LayerNorms with biases."""
+    layers, _, notes = build_decoder(f)
+    h = f.need("hidden_size")
+    norm_bias = (Tensor("input_layernorm.bias", (h,), "rep", linear=False),
+                 Tensor("post_attention_layernorm.bias", (h,), "rep", linear=False))
+    return [Layer(x.kind, x.mixer, x.mlp, norm_bias) for x in layers], [], notes
+
+
+def build_nextn_decoder(f: Fields):
+    """GLM-4.5/4.6/4.7 (glm4_moe) and MiMo: a Llama-style decoder plus DeepSeek-style
+    next-n MTP layers."""
+    layers, _, notes = build_decoder(f)
+    n = len(layers)
+    mtp_layer = Layer("attention", attention(f, qk_norm=bool(f.get("use_qk_norm"))), decoder_mlp(f, n))
+    return layers, nextn_mtp(f, mtp_layer), notes
+
+
+def build_minimax_m2(f: Fields):
+    """MiniMax-M2: every layer GQA attention with q/k norms over all heads + 256-expert MoE.
+    Its config names MTP modules (num_mtp_modules) that the released checkpoint does not ship."""
+    layers, _, notes = build_decoder(f)
+    if f.get("num_local_experts") is None:
+        raise DecodescopeError(f"{f.source}: minimax_m2 without num_local_experts", "add num_local_experts")
+    full = [Layer(x.kind, attention(f, x.mixer.sliding_window, qk_norm=True, qk_norm_full=True), x.mlp)
+            for x in layers]
+    return full, [], notes

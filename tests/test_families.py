@@ -1,0 +1,103 @@
+"""Families beyond the bundled presets: each real config's parameter count against the
+figure its publisher gives (model card, or the hub page's safetensors count)."""
+
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# file, published billions, what the figure counts, where it is published
+PUBLISHED = [
+    # "Aya 23 ... 8-billion" https://huggingface.co/CohereForAI/aya-23-8B
+    ("CohereForAI__aya-23-8B", 8.0, "total", "https://huggingface.co/CohereForAI/aya-23-8B"),
+    # "StarCoder2-3B model is a 3B parameter model"; hub: "Model size 3.03B params"
+    ("bigcode__starcoder2-3b", 3.03, "total", "https://huggingface.co/bigcode/starcoder2-3b"),
+    # Gemma 3 technical report, table 1: 4B: 675M embedding, 3,209M non-embedding parameters
+    ("google__gemma-3-4b-it", 3.209, "non_embedding", "https://arxiv.org/abs/2503.19786"),
+    # hub: "Model size 9.24B params"
+    ("google__gemma-2-9b", 9.24, "total", "https://huggingface.co/google/gemma-2-9b"),
+    # hub: "Model size 9.4B params"
+    ("THUDM__glm-4-9b-chat", 9.4, "total", "https://huggingface.co/THUDM/glm-4-9b-chat"),
+    # hub: "Model size 7.51B params"
+    ("baichuan-inc__Baichuan2-7B-Chat", 7.51, "total", "https://huggingface.co/baichuan-inc/Baichuan2-7B-Chat"),
+    # hub: "Model size 7.74B params"
+    ("internlm__internlm2_5-7b-chat", 7.74, "total", "https://huggingface.co/internlm/internlm2_5-7b-chat"),
+    # hub: "Model size 7.83B params": the checkpoint holds its MTP layer
+    ("XiaomiMiMo__MiMo-7B-RL", 7.83, "with_mtp", "https://huggingface.co/XiaomiMiMo/MiMo-7B-RL"),
+    # "230 billion total parameters with 10 billion active parameters"
+    ("MiniMaxAI__MiniMax-M2", 230, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M2"),
+    # "GLM-4.5 has 355 billion total parameters with 32 billion active parameters"
+    ("zai-org__GLM-4.7-FP8", 355, "total", "https://huggingface.co/zai-org/GLM-4.5"),
+    # "GLM-5 ... scaling from 355B parameters (32B active) to 744B parameters (40B active)"
+    ("zai-org__GLM-5-FP8", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
+    # hub: "Model size 685B params" (671B main model + the MTP module)
+    ("deepseek-ai__DeepSeek-V3.2-Exp", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp"),
+    # "OLMoE-1B-7B ... 1B active and 7B total parameters"; hub: "Model size 6.92B params"
+    ("allenai__OLMoE-1B-7B-0924", 6.92, "total", "https://huggingface.co/allenai/OLMoE-1B-7B-0924"),
+    # hub: "Model size 41.9B params"; card: "6.6B active parameters"
+    ("microsoft__Phi-3.5-MoE-instruct", 41.9, "total", "https://huggingface.co/microsoft/Phi-3.5-MoE-instruct"),
+    # hub: "Model size 21.8B params" ("21B total parameters and 3B activated")
+    ("baidu__ERNIE-4.5-21B-A3B-PT", 21.8, "total", "https://huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT"),
+    # "Number of Parameters: 7.61B"
+    ("Qwen__Qwen2.5-7B-Instruct", 7.61, "total", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct"),
+]
+
+
+@pytest.mark.parametrize("name,published,what,url", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_params_within_one_percent_of_published(name, published, what, url):
+    a = load_arch(str(CONFIGS / f"{name}.json"))
+    ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
+            "non_embedding": a.params_total - a.embedding.params}[what] / 1e9
+    assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
+
+
+def test_qwen2_counts_qkv_biases_but_no_o_bias():
+    a = load_arch(str(CONFIGS / "Qwen__Qwen2.5-7B-Instruct.json"))
+    names = {t.name: t.shape for t in a.layers[0].tensors()}
+    # q 28 heads x 128, k and v 4 heads x 128; o_proj has no bias in Qwen2
+    assert names["q_proj.bias"] == (3584,) and names["k_proj.bias"] == (512,) and names["v_proj.bias"] == (512,)
+    assert "o_proj.bias" not in names
+
+
+def test_gemma_sandwich_norms_and_gemma3_defaults():
+    g2 = load_arch(str(CONFIGS / "google__gemma-2-9b.json"))
+    norms = [t.name for t in g2.layers[0].tensors() if "layernorm" in t.name]
+    assert len(norms) == 4  # input, post_attention, pre_feedforward, post_feedforward
+    g3 = load_arch(str(CONFIGS / "google__gemma-3-4b-it.json"))
+    # text_config gives no vocab_size: Gemma3TextConfig's 262208; head_dim 256, not 2560 / 8 = 320
+    assert g3.vocab_size == 262208 and g3.layers[0].mixer.head_dim == 256
+    # 34 layers, every 6th global (window pattern 6): layers 5, 11, 17, 23, 29
+    assert g3.layer_counts() == {"sliding_attention": 29, "attention": 5}
+
+
+def test_float32_checkpoint_is_served_in_16_bits():
+    a = load_arch(str(CONFIGS / "bigcode__starcoder2-3b.json"))
+    assert a.dtype == "bf16" and any("float32" in n for n in a.notes)
+
+
+def test_cohere_parallel_block_has_one_norm_per_layer():
+    a = load_arch(str(CONFIGS / "CohereForAI__aya-23-8B.json"))
+    assert [t.name for t in a.layers[0].tensors() if "norm" in t.name] == ["input_layernorm"]
+    assert a.tie_word_embeddings  # CohereConfig ties by default; the config does not say
+
+
+def test_sparse_attention_reads_topk_latents_and_all_index_keys():
+    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V3.2-Exp.json"))
+    mla = a.layers[0].mixer
+    # per cached token: latent (512 + 64) x 2 bytes = 1152, index key 128 fp8 + 4-byte scale = 132
+    assert mla.kv_bytes_per_token(1, 2) == 1152 + 132
+    # at 32k context one query reads 2048 latents and 32768 index keys
+    assert mla.kv_read_bytes(32768, 1, 2) == 2048 * 1152 + 32768 * 132
+    # below top-k it reads everything
+    assert mla.kv_read_bytes(1000, 1, 2) == 1000 * (1152 + 132)
+
+
+def test_unsupported_family_keeps_a_clear_message(tmp_path):
+    from decodescope.errors import DecodescopeError
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8}')
+    with pytest.raises(DecodescopeError, match="model_type='rwkv7'.*not supported"):
+        load_arch(str(p))
