@@ -59,8 +59,9 @@ def build_arch(raw: RawConfig) -> Arch:
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
     quant = f.get("quantization_config")
-    if quant is not None and not isinstance(quant, dict):
-        raise DecodescopeError(f"{raw.source}: quantization_config is not a JSON object", "fix quantization_config")
+    if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
+        raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
+                               "fix quantization_config")
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant,
