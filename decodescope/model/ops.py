@@ -86,7 +86,8 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
     ops = []
     touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, tokens, d.ep) if moe else None
     for t in layer_tensors:
-        bits = fmt.tensor_bits(t, mtp)
+        tf = fmt.tensor_format(t, mtp)  # bits, kernel and compute dtype of this tensor
+        bits = tf.bits
         params = tensor_params_gpu(t, d, touched)
         flops = 0.0
         if t.linear:
@@ -95,8 +96,8 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
                          if t.experts > 1 else params)
             flops = 2 * per_token * tokens
         quantised = t.linear and bits < 16
-        bw = r.bw_by_format.get(fmt.name, r.bw) if quantised else r.bw
-        peak = r.flops[fmt.compute if quantised else "bf16"]
+        bw = r.bw_by_format.get(tf.kernel, r.bw) if quantised else r.bw
+        peak = r.flops[tf.compute if quantised else "bf16"]
         ops.append(_roofline("weights", t.name, params * bits / 8, flops, bw, peak))
     return ops
 
