@@ -43,6 +43,12 @@ PUBLISHED = [
     ("baidu__ERNIE-4.5-21B-A3B-PT", 21.8, "total", "https://huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT"),
     # "Number of Parameters: 7.61B"
     ("Qwen__Qwen2.5-7B-Instruct", 7.61, "total", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct"),
+    # hub: "Model size 49.9B params" (the card's "49B")
+    ("nvidia__Llama-3_3-Nemotron-Super-49B-v1", 49.9, "total",
+     "https://huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1"),
+    # "Llama-3.1-Nemotron-Ultra-253B-v1 ... 253B"
+    ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
+     "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
 ]
 
 
@@ -101,3 +107,15 @@ def test_unsupported_family_keeps_a_clear_message(tmp_path):
     p.write_text('{"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8}')
     with pytest.raises(DecodescopeError, match="model_type='rwkv7'.*not supported"):
         load_arch(str(p))
+
+
+def test_nemotron_nas_block_configs():
+    a = load_arch(str(CONFIGS / "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json"))
+    first = a.layers[0]
+    # n_heads_in_group 8 of 64 heads: 8 KV heads; ffn_mult 2.625 of 8192:
+    # int(2 * 2.625 * 8192 / 3) = 14336, a multiple of 256
+    assert first.mixer.num_key_value_heads == 8 and first.mlp.intermediate_size == 14336
+    # 31 of 80 blocks skip attention (no_op): MLP-only layers
+    assert a.layer_counts() == {"attention": 49, "mlp": 31}
+    ultra = load_arch(str(CONFIGS / "nvidia__Llama-3_1-Nemotron-Ultra-253B-v1.json"))
+    assert len(ultra.layers) == 81 and any("81 of 162 layers are empty" in n for n in ultra.notes)

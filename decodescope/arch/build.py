@@ -37,12 +37,10 @@ def attention(f: Fields, window: int | None = None, **kw) -> Attention:
     bias, mt = bool(f.get("attention_bias", default=False)), f.str_("model_type")
     kw.setdefault("attention_bias", bias or mt in QKV_BIAS)
     kw.setdefault("o_bias", bias and mt not in QKV_ONLY)
-    return Attention(
-        hidden_size=hidden, num_attention_heads=heads,
-        # HF's documented default: no num_key_value_heads means MHA
-        num_key_value_heads=f.get("num_key_value_heads", default=heads),
-        head_dim=f.get("head_dim", "attention_head_dim", default=max(1, hidden // heads)),
-        sliding_window=window or None, **kw)
+    # HF's documented default: no num_key_value_heads means MHA
+    kw.setdefault("num_key_value_heads", f.get("num_key_value_heads", default=heads))
+    kw.setdefault("head_dim", f.get("head_dim", "attention_head_dim", default=max(1, hidden // heads)))
+    return Attention(hidden_size=hidden, num_attention_heads=heads, sliding_window=window or None, **kw)
 
 
 def _layer_types(f: Fields, n: int) -> list[str]:

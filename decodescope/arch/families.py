@@ -4,7 +4,7 @@ parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n laye
 
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, build_decoder, decoder_mlp, nextn_mtp
-from decodescope.arch.fields import Fields
+from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -107,3 +107,45 @@ def build_minimax_m2(f: Fields):
     full = [Layer(x.kind, attention(f, x.mixer.sliding_window, qk_norm=True, qk_norm_full=True), x.mlp)
             for x in layers]
     return full, [], notes
+
+
+def _ffn_size(mult: float, hidden: int) -> int:
+    # DeciLM's _ffn_mult_to_intermediate_size: 2/3 * mult * hidden, rounded up to a multiple of 256
+    size = int(2 * mult * hidden / 3)
+    return -(-size // 256) * 256
+
+
+def build_nemotron_nas(f: Fields):
+    """Llama-Nemotron Super / Ultra (DeciLM, model_type nemotron-nas): one block config per
+    layer; a block may skip attention or the MLP (no_op) or replace either with one linear."""
+    h, heads = f.need("hidden_size"), f.need("num_attention_heads")
+    blocks = f.list_("block_configs", dict) or []
+    if len(blocks) != f.need("num_hidden_layers"):
+        raise DecodescopeError(f"{f.source}: {len(blocks)} block_configs for num_hidden_layers "
+                               f"{f.need('num_hidden_layers')}", "one block config per layer")
+    layers, skipped = [], 0
+    for i, b in enumerate(blocks):
+        att, ffn = b.get("attention"), b.get("ffn")
+        if not isinstance(att, dict) or not isinstance(ffn, dict):
+            raise DecodescopeError(f"{f.source}: block_configs[{i}] lacks attention / ffn", "fix block_configs")
+        mixer = mlp = None
+        if att.get("replace_with_linear"):
+            mixer_t = (Tensor("input_layernorm", (h,), "rep", linear=False), Tensor("linear_attn", (h, h), "rep"))
+        else:
+            mixer_t = ()
+        if not att.get("no_op") and not att.get("replace_with_linear"):
+            g = check_int(f.source, "num_key_value_heads", att.get("n_heads_in_group"))  # heads per KV head
+            mixer = attention(f, num_key_value_heads=max(1, heads // g))
+        if ffn.get("replace_with_linear"):
+            mixer_t += (Tensor("post_attention_layernorm", (h,), "rep", linear=False), Tensor("linear_mlp", (h, h), "rep"))
+        elif not ffn.get("no_op"):
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
+                raise DecodescopeError(f"{f.source}: block_configs[{i}] ffn_mult {mult!r} out of range",
+                                       "ffn_mult is a positive multiple of hidden_size, at most 64")
+            mlp = DenseMLP(h, _ffn_size(mult, h), bias=bool(f.get("mlp_bias", default=False)))
+        if mixer is None and mlp is None and not mixer_t:
+            skipped += 1  # a layer with nothing in it: the residual passes through
+            continue
+        layers.append(Layer("attention" if mixer else "mlp", mixer, mlp, mixer_t))
+    return layers, [], (f"{skipped} of {len(blocks)} layers are empty (no-op attention and MLP)",) if skipped else ()
