@@ -3,6 +3,7 @@ fix, fast, and never reaches the network (HF_HUB_OFFLINE=1 is set for every test
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_wrong_types_and_ranges(tmp_path, field, value, says):
 
 
 def test_absurd_mtp_and_pattern_sizes_are_refused_fast(tmp_path):
-    ds = json.loads(open("tests/data/configs/deepseek-ai__DeepSeek-V3.2-Exp.json").read())
+    ds = json.loads(open(Path(__file__).parent / "data" / "configs" / "deepseek-ai__DeepSeek-V3.2.json").read())
     assert "num_nextn_predict_layers" in _load_bytes(tmp_path, json.dumps({**ds, "num_nextn_predict_layers": 10**9}).encode())
     nh = {"model_type": "nemotron_h", "hidden_size": 4096, "num_attention_heads": 32, "vocab_size": 131072,
           "hybrid_override_pattern": "M*" * 500_000}

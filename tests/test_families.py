@@ -26,15 +26,18 @@ PUBLISHED = [
     # hub: "Model size 7.74B params"
     ("internlm__internlm2_5-7b-chat", 7.74, "total", "https://huggingface.co/internlm/internlm2_5-7b-chat"),
     # hub: "Model size 7.83B params": the checkpoint holds its MTP layer
-    ("XiaomiMiMo__MiMo-7B-RL", 7.83, "with_mtp", "https://huggingface.co/XiaomiMiMo/MiMo-7B-RL"),
-    # "230 billion total parameters with 10 billion active parameters"
-    ("MiniMaxAI__MiniMax-M2", 230, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M2"),
+    ("XiaomiMiMo__MiMo-7B-Base", 7.83, "with_mtp", "https://huggingface.co/XiaomiMiMo/MiMo-7B-Base"),
+    # MiniMax-M2: "230 billion total parameters with 10 billion active parameters"; M2.5 keeps
+    # M2's dimensions (62 layers, 256 experts of 1536, hidden 3072)
+    ("MiniMaxAI__MiniMax-M2.5", 230, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M2"),
     # "GLM-4.5 has 355 billion total parameters with 32 billion active parameters"
     ("zai-org__GLM-4.7-FP8", 355, "total", "https://huggingface.co/zai-org/GLM-4.5"),
     # "GLM-5 ... scaling from 355B parameters (32B active) to 744B parameters (40B active)"
-    ("zai-org__GLM-5-FP8", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
+    ("zai-org__GLM-5", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
     # hub: "Model size 685B params" (671B main model + the MTP module)
-    ("deepseek-ai__DeepSeek-V3.2-Exp", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp"),
+    ("deepseek-ai__DeepSeek-V3.2", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
+    # Gemma 4 model card: 26B A4B "25.2B total parameters, 3.8B active"
+    ("google__gemma-4-26B-A4B", 25.2, "total", "https://huggingface.co/google/gemma-4-26B-A4B-it"),
     # "OLMoE-1B-7B ... 1B active and 7B total parameters"; hub: "Model size 6.92B params"
     ("allenai__OLMoE-1B-7B-0924", 6.92, "total", "https://huggingface.co/allenai/OLMoE-1B-7B-0924"),
     # hub: "Model size 41.9B params"; card: "6.6B active parameters"
@@ -91,7 +94,7 @@ def test_cohere_parallel_block_has_one_norm_per_layer():
 
 
 def test_sparse_attention_reads_topk_latents_and_all_index_keys():
-    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V3.2-Exp.json"))
+    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V3.2.json"))
     mla = a.layers[0].mixer
     # per cached token: latent (512 + 64) x 2 bytes = 1152, index key 128 fp8 + 4-byte scale = 132
     assert mla.kv_bytes_per_token(1, 2) == 1152 + 132
@@ -119,3 +122,15 @@ def test_nemotron_nas_block_configs():
     assert a.layer_counts() == {"attention": 49, "mlp": 31}
     ultra = load_arch(str(CONFIGS / "nvidia__Llama-3_1-Nemotron-Ultra-253B-v1.json"))
     assert len(ultra.layers) == 81 and any("81 of 162 layers are empty" in n for n in ultra.notes)
+
+
+def test_gemma4_global_layers_share_k_and_v_and_moe_sits_beside_the_mlp():
+    a = load_arch(str(CONFIGS / "google__gemma-4-26B-A4B.json"))
+    full = next(x for x in a.layers if x.kind == "attention")
+    names = {t.name: t.shape for t in full.tensors()}
+    # global layers: 2 KV heads of 512, K doubles as V (attention_k_eq_v): no v_proj
+    assert names["k_proj"] == (2 * 512, 2816) and "v_proj" not in names
+    # the dense MLP (2112) and 128 experts of 704, 8 per token
+    assert names["gate_proj"] == (2112, 2816) and full.mlp.num_experts == 128 and full.mlp.num_experts_per_tok == 8
+    assert abs(a.params_active / 1e9 - 3.8) <= 0.038  # the card's "3.8B active"
+    assert a.layer_counts() == {"sliding_attention": 25, "attention": 5}

@@ -168,3 +168,31 @@ def test_nvfp4_on_deepseek_keeps_mla_and_mtp_16_bit():
 def test_degenerate_format_flags(spec):
     with pytest.raises(DecodescopeError):
         parse_format(spec)
+
+
+def _nvidia_nvfp4(name: str):
+    import json
+    from dataclasses import replace
+    from pathlib import Path
+    hf = json.loads((Path(__file__).parent / "data" / "configs" / f"nvidia__{name}_hf_quant_config.json").read_text())
+    a = load_arch("deepseek-v3")
+    return a, config_format(replace(a, quantization={"quant_method": "modelopt", **hf["quantization"]}))
+
+
+def test_nvidias_nvfp4_deepseek_exclusion_list_matches_weights_nvfp4():
+    # DeepSeek-V3-0324 NVFP4 (modelopt 0.27, as DeepSeek-R1-FP4): every self_attn* and layer 61 excluded
+    a, f = _nvidia_nvfp4("DeepSeek-V3-0324-NVFP4")
+    flag = parse_format("nvfp4", a)
+    for layer in (a.layers[0], a.layers[5]):  # a dense and a MoE layer
+        for t in layer.tensors():
+            assert f.tensor_bits(t) == flag.tensor_bits(t), t.name
+    down = next(t for t in a.layers[5].tensors() if t.name == "experts.down_proj")
+    assert f.tensor_format(down) == (4.5, "nvfp4", "fp4")
+    assert all(f.tensor_bits(t, mtp=True) == 16 for t in a.mtp[0].tensors())  # "model.layers.61*"
+
+
+def test_newer_nvfp4_deepseek_quantizes_o_proj_too():
+    # DeepSeek-V3.1 NVFP4 excludes the MLA down/up projections by name but not o_proj
+    a, f = _nvidia_nvfp4("DeepSeek-V3.1-NVFP4")
+    bits = {t.name: f.tensor_bits(t) for t in a.layers[5].tensors()}
+    assert bits["q_a_proj"] == bits["kv_b_proj"] == 16 and bits["o_proj"] == 4.5

@@ -57,6 +57,7 @@ class Attention:
     sinks: bool = False  # gpt-oss: one learned sink logit per head
     o_bias: bool = False  # a bias on o_proj too (attention_bias in Llama-style configs sets both)
     qk_norm_full: bool = False  # q/k norms over all heads (OLMoE, MiniMax-M2, Cohere), not one head_dim
+    v_proj: bool = True  # False: K doubles as V (Gemma 4 global layers, attention_k_eq_v)
     kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
 
     def tensors(self) -> list[Tensor]:
@@ -67,7 +68,8 @@ class Attention:
         ts = [_norm("input_layernorm", h)]
         ts += _linear("q_proj", q_out, h, "col", b)
         ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
-        ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
+        if self.v_proj:
+            ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
         ts += _linear("o_proj", h, self.num_attention_heads * d, "row", self.o_bias)
         if self.qk_norm and self.qk_norm_full:
             ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),

@@ -76,9 +76,8 @@ def moe(f: Fields, **kw) -> MoE:
     if top_k > experts:
         raise DecodescopeError(f"{f.source}: {top_k} experts per token of {experts} experts",
                                "num_experts_per_tok cannot exceed the number of experts")
-    return MoE(hidden_size=hidden, num_experts=experts, num_experts_per_tok=top_k,
-               moe_intermediate_size=f.get("moe_intermediate_size") or f.need("intermediate_size", "MoE experts"),
-               **kw)
+    kw.setdefault("moe_intermediate_size", f.get("moe_intermediate_size") or f.need("intermediate_size", "MoE experts"))
+    return MoE(hidden_size=hidden, num_experts=experts, num_experts_per_tok=top_k, **kw)
 
 
 def _is_moe_layer(f: Fields, i: int) -> bool:

@@ -5,8 +5,6 @@ import json
 import os
 import re
 import tomllib
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -131,6 +129,8 @@ def _from_hub(repo_id: str) -> RawConfig:
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise DecodescopeError(f"{repo_id} is not in the local hub cache ({_hub_cache()}) and HF_HUB_OFFLINE=1",
                                "download it once, or pass a path to its config.json")
+    import urllib.error  # only a hub download needs it (60 ms to import)
+    import urllib.request
     url = f"{os.environ.get('HF_ENDPOINT', 'https://huggingface.co')}/{repo_id}/resolve/main/config.json"
     req = urllib.request.Request(url)
     if os.environ.get("HF_TOKEN"):

@@ -2,8 +2,8 @@
 Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
 parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
 
-from decodescope.arch.blocks import DenseMLP, Layer, Tensor
-from decodescope.arch.build import attention, build_decoder, decoder_mlp, nextn_mtp
+from decodescope.arch.blocks import DenseMLP, Layer, MoE, Tensor
+from decodescope.arch.build import attention, build_decoder, decoder_mlp, moe, nextn_mtp
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -44,6 +44,8 @@ def translate(f: Fields) -> Fields:
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
     if mt.startswith("gemma3"):
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
+    if mt.startswith("gemma4"):
+        return _rename(f, {"num_experts_per_tok": "top_k_experts"})
     return f
 
 
@@ -149,3 +151,35 @@ def build_nemotron_nas(f: Fields):
             continue
         layers.append(Layer("attention" if mixer else "mlp", mixer, mlp, mixer_t))
     return layers, [], (f"{skipped} of {len(blocks)} layers are empty (no-op attention and MLP)",) if skipped else ()
+
+
+def build_gemma4(f: Fields):
+    """Gemma 4 (gemma4 / gemma4_text): sliding layers with head_dim and num_key_value_heads,
+    global layers with global_head_dim and num_global_key_value_heads whose K doubles as V
+    (attention_k_eq_v); with enable_moe_block, a routed-expert block beside the dense MLP."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: Gemma 4 needs layer_types, one per layer", "add layer_types")
+    norms = tuple(Tensor(name, (h,), "rep", linear=False)
+                  for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"))
+    moe_block = bool(f.get("enable_moe_block", default=False))
+    layers = []
+    for t in types:
+        if t == "full_attention":
+            attn = attention(f, qk_norm=True, head_dim=f.get("global_head_dim", "head_dim", default=256),
+                             num_key_value_heads=f.get("num_global_key_value_heads", "num_key_value_heads",
+                                                       default=f.need("num_attention_heads")),
+                             v_proj=not f.get("attention_k_eq_v", default=False))
+        else:
+            attn = attention(f, f.get("sliding_window"), qk_norm=True)
+        dense = DenseMLP(h, f.need("intermediate_size"))
+        if moe_block:  # the dense MLP's tensors ride along as extras of the MoE layer
+            mlp: DenseMLP | MoE = moe(f, moe_intermediate_size=f.need("moe_intermediate_size"))
+            extra = norms + tuple(dense.tensors())
+        else:
+            mlp, extra = dense, norms
+        layers.append(Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, extra))
+    notes = ("per-layer input embeddings (hidden_size_per_layer_input) not counted",
+             ) if f.get("hidden_size_per_layer_input") else ()
+    return layers, [], notes

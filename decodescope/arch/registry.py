@@ -6,8 +6,8 @@ build.py or families.py) and list its model_type(s) in FAMILIES."""
 from decodescope.arch.arch import Arch
 from decodescope.arch.build import build_decoder, build_deepseek, build_nemotron_h, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
-from decodescope.arch.families import (build_cohere, build_minimax_m2, build_nemotron_nas, build_nextn_decoder,
-                                       build_phimoe, build_starcoder2, translate)
+from decodescope.arch.families import (build_cohere, build_gemma4, build_minimax_m2, build_nemotron_nas,
+                                       build_nextn_decoder, build_phimoe, build_starcoder2, translate)
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -25,6 +25,7 @@ FAMILIES = {
     "phimoe": build_phimoe,
     "minimax_m2": build_minimax_m2,
     "nemotron-nas": build_nemotron_nas,
+    **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32

@@ -155,7 +155,8 @@ def _has_mla(arch: Arch | None) -> bool:
 
 def _scope(name: str, arch: Arch | None) -> str:
     # MXFP4 checkpoints (gpt-oss) convert only the routed experts; NVIDIA's NVFP4 DeepSeek
-    # checkpoints (nvidia/DeepSeek-R1-FP4) keep MLA and the MTP layer in 16 bits
+    # checkpoints keep MLA and the MTP layer in 16 bits (exclude_modules "model.layers.N.self_attn*"
+    # and "model.layers.61*" in nvidia/DeepSeek-V3-0324-NVFP4's hf_quant_config.json)
     if name == "mxfp4" and arch and arch.is_moe:
         return "experts"
     return "mlp" if name == "nvfp4" and _has_mla(arch) else "all"
@@ -275,7 +276,8 @@ _ALGO = {"FP8": TensorFormat(8.0, "fp8", "fp8"), "NVFP4": TensorFormat(4.5, "nvf
 def _modelopt(q: dict, arch: Arch) -> WeightFormat:
     algo = q.get("quant_algo")
     ignore = _patterns(q, "ignore", arch) + _patterns(q, "exclude_modules", arch)
-    mtp_out = any(p.startswith("mtp") for p in ignore)
+    # MTP layers: "mtp*" (Qwen) or the layer after the last decoder layer (DeepSeek's layer 61)
+    mtp_out = any(p.startswith(("mtp", f"model.layers.{len(arch.layers)}")) for p in ignore)
     if algo in _ALGO:
         f = _ALGO[algo]
         return WeightFormat(f"{f.kernel} (config)", f.bits, 16.0, f.compute, kernel=f.kernel, ignore=ignore,
