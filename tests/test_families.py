@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from decodescope.arch import load_arch
+from decodescope.arch import MoE, load_arch
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -36,6 +36,8 @@ PUBLISHED = [
     ("zai-org__GLM-5", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
     # hub: "Model size 685B params" (671B main model + the MTP module)
     ("deepseek-ai__DeepSeek-V3.2", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
+    # "Jamba 1.5 Mini has 12B active and 52B total parameters"
+    ("ai21labs__AI21-Jamba-1.5-Mini", 52, "total", "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini"),
     # Gemma 4 model card: 26B A4B "25.2B total parameters, 3.8B active"
     ("google__gemma-4-26B-A4B", 25.2, "total", "https://huggingface.co/google/gemma-4-26B-A4B-it"),
     # "OLMoE-1B-7B ... 1B active and 7B total parameters"; hub: "Model size 6.92B params"
@@ -134,3 +136,14 @@ def test_gemma4_global_layers_share_k_and_v_and_moe_sits_beside_the_mlp():
     assert names["gate_proj"] == (2112, 2816) and full.mlp.num_experts == 128 and full.mlp.num_experts_per_tok == 8
     assert abs(a.params_active / 1e9 - 3.8) <= 0.038  # the card's "3.8B active"
     assert a.layer_counts() == {"sliding_attention": 25, "attention": 5}
+
+
+def test_jamba_layout_and_mamba_state():
+    a = load_arch(str(CONFIGS / "ai21labs__AI21-Jamba-1.5-Mini.json"))
+    # attention where i % 8 == 4 (4, 12, 20, 28); MoE where i % 2 == 1
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == [4, 12, 20, 28]
+    assert sum(isinstance(x.mlp, MoE) for x in a.layers) == 16
+    m = a.layers[0].mixer
+    # per request: ssm state 8192 channels x 16 x 4 B + conv window 8192 x 3 x 2 B
+    assert m.state_bytes(1) == 8192 * 16 * 4 + 8192 * 3 * 2
+    assert abs(a.params_active / 1e9 - 12) <= 0.12  # "12B active"

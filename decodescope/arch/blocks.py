@@ -247,6 +247,30 @@ class Mamba2:
 
 
 @dataclass(frozen=True)
+class Mamba1(Mamba2):
+    """Jamba's Mamba (v1) mixer. Its state is Mamba2's with one channel per head and no
+    B/C groups: [inner, ssm_state_size] + a conv window over inner (inner = expand * hidden),
+    so it is built as Mamba2(mamba_num_heads=inner, mamba_head_dim=1, n_groups=0); TP splits
+    the inner channels."""
+    dt_rank: int = 0
+
+    def tensors(self) -> list[Tensor]:
+        h, inner, n, r = self.hidden_size, self.intermediate, self.ssm_state_size, self.dt_rank
+        ts = [_norm("norm", h)]
+        ts += _linear("in_proj", 2 * inner, h, "col", self.mamba_proj_bias)  # x and z
+        ts.append(Tensor("conv1d", (inner, self.conv_kernel), "col", linear=False))
+        if self.use_conv_bias:
+            ts.append(Tensor("conv1d.bias", (inner,), "col", linear=False))
+        ts += [Tensor("x_proj", (r + 2 * n, inner), "row"),  # dt, B, C from x
+               Tensor("dt_proj", (inner, r), "col"), Tensor("dt_proj.bias", (inner,), "col", linear=False),
+               Tensor("A_log", (inner, n), "col", linear=False), Tensor("D", (inner,), "col", linear=False),
+               Tensor("dt_layernorm", (r,), "rep", linear=False),  # Jamba normalises dt, B and C
+               Tensor("b_layernorm", (n,), "rep", linear=False), Tensor("c_layernorm", (n,), "rep", linear=False)]
+        ts += _linear("out_proj", h, inner, "row", self.mamba_proj_bias)
+        return ts
+
+
+@dataclass(frozen=True)
 class DenseMLP:
     hidden_size: int
     intermediate_size: int
@@ -303,7 +327,7 @@ def _layer_tensors(layer: "Layer") -> tuple[Tensor, ...]:
                  + list(layer.extra))
 
 
-Mixer = Attention | MLA | GatedDeltaNet | Mamba2
+Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2
 MLP = DenseMLP | MoE
 
 

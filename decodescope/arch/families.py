@@ -2,8 +2,9 @@
 Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
 parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
 
-from decodescope.arch.blocks import DenseMLP, Layer, MoE, Tensor
-from decodescope.arch.build import attention, build_decoder, decoder_mlp, moe, nextn_mtp
+from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, MoE, Tensor
+from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
+                                    state_dtype)
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -183,3 +184,28 @@ def build_gemma4(f: Fields):
     notes = ("per-layer input embeddings (hidden_size_per_layer_input) not counted",
              ) if f.get("hidden_size_per_layer_input") else ()
     return layers, [], notes
+
+
+def build_jamba(f: Fields):
+    """Jamba: Mamba (v1) layers with attention every attn_layer_period-th layer (from
+    attn_layer_offset) and MoE every expert_layer_period-th (from expert_layer_offset)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    a_period, a_offset = f.get("attn_layer_period", default=8), f.get("attn_layer_offset", default=4)
+    e_period, e_offset = f.get("expert_layer_period", default=2), f.get("expert_layer_offset", default=1)
+    inner = f.get("mamba_expand", default=2) * h
+    mamba = Mamba1(h, inner, 1, 0, f.get("mamba_d_state", default=16), f.get("mamba_d_conv", default=4),
+                   bool(f.get("mamba_conv_bias", default=True)), bool(f.get("mamba_proj_bias", default=False)),
+                   STATE_DTYPE_BYTES[state_dtype(f)], dt_rank=f.get("mamba_dt_rank", default=-(-h // 16)))
+    layers = []
+    for i in range(n):
+        mlp = moe(f) if _num_experts_jamba(f) > 1 and i % e_period == e_offset else DenseMLP(
+            h, f.need("intermediate_size"))
+        if i % a_period == a_offset:
+            layers.append(Layer("attention", attention(f), mlp))
+        else:
+            layers.append(Layer("mamba", mamba, mlp))
+    return layers, [], ()
+
+
+def _num_experts_jamba(f: Fields) -> int:
+    return f.get("num_experts", default=0)
