@@ -9,49 +9,52 @@ from decodescope.arch import MoE, load_arch
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
-# file, published billions, what the figure counts, where it is published
+# file, published billions, what the figure counts, where it is published. Comments give
+# the figure as the page states it (paraphrased where not quoted).
 PUBLISHED = [
-    # "Aya 23 ... 8-billion" https://huggingface.co/CohereForAI/aya-23-8B
+    # model card: Aya 23 8B, 8 billion parameters
     ("CohereForAI__aya-23-8B", 8.0, "total", "https://huggingface.co/CohereForAI/aya-23-8B"),
-    # "StarCoder2-3B model is a 3B parameter model"; hub: "Model size 3.03B params"
+    # model card: a 3B parameter model; hub page: 3.03B params
     ("bigcode__starcoder2-3b", 3.03, "total", "https://huggingface.co/bigcode/starcoder2-3b"),
     # Gemma 3 technical report, table 1: 4B: 675M embedding, 3,209M non-embedding parameters
     ("google__gemma-3-4b-it", 3.209, "non_embedding", "https://arxiv.org/abs/2503.19786"),
-    # hub: "Model size 9.24B params"
+    # hub page: 9.24B params
     ("google__gemma-2-9b", 9.24, "total", "https://huggingface.co/google/gemma-2-9b"),
-    # hub: "Model size 9.4B params"
+    # hub page: 9.4B params
     ("THUDM__glm-4-9b-chat", 9.4, "total", "https://huggingface.co/THUDM/glm-4-9b-chat"),
-    # hub: "Model size 7.51B params"
+    # hub page: 7.51B params
     ("baichuan-inc__Baichuan2-7B-Chat", 7.51, "total", "https://huggingface.co/baichuan-inc/Baichuan2-7B-Chat"),
-    # hub: "Model size 7.74B params"
+    # hub page: 7.74B params
     ("internlm__internlm2_5-7b-chat", 7.74, "total", "https://huggingface.co/internlm/internlm2_5-7b-chat"),
-    # hub: "Model size 7.83B params": the checkpoint holds its MTP layer
+    # hub page: 7.83B params, which include the checkpoint's MTP layer
     ("XiaomiMiMo__MiMo-7B-Base", 7.83, "with_mtp", "https://huggingface.co/XiaomiMiMo/MiMo-7B-Base"),
-    # MiniMax-M2: "230 billion total parameters with 10 billion active parameters"; M2.5 keeps
+    # MiniMax-M2 model card: 230 billion total, 10 billion active parameters; M2.5 keeps
     # M2's dimensions (62 layers, 256 experts of 1536, hidden 3072)
     ("MiniMaxAI__MiniMax-M2.5", 230, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M2"),
-    # "GLM-4.5 has 355 billion total parameters with 32 billion active parameters"
+    # GLM-4.5 model card: 355B total, 32B active parameters (GLM-4.7 keeps the dimensions)
     ("zai-org__GLM-4.7-FP8", 355, "total", "https://huggingface.co/zai-org/GLM-4.5"),
-    # "GLM-5 ... scaling from 355B parameters (32B active) to 744B parameters (40B active)"
+    # GLM-5 model card: 744B parameters (40B active)
     ("zai-org__GLM-5", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
-    # hub: "Model size 685B params" (671B main model + the MTP module)
+    # hub page: 685B params (the 671B main model and its MTP module)
     ("deepseek-ai__DeepSeek-V3.2", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
-    # "Jamba 1.5 Mini has 12B active and 52B total parameters"
+    # model card: "Jamba 1.5 Mini has 12B active and 52B total parameters"
     ("ai21labs__AI21-Jamba-1.5-Mini", 52, "total", "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini"),
-    # Gemma 4 model card: 26B A4B "25.2B total parameters, 3.8B active"
+    # model card: Granite-4.0-H-Small, 32B total parameters, 9B active
+    ("ibm-granite__granite-4.0-h-small.trimmed", 32, "total", "https://huggingface.co/ibm-granite/granite-4.0-h-small"),
+    # Gemma 4 model card: 26B A4B, 25.2B total parameters, 3.8B active
     ("google__gemma-4-26B-A4B", 25.2, "total", "https://huggingface.co/google/gemma-4-26B-A4B-it"),
-    # "OLMoE-1B-7B ... 1B active and 7B total parameters"; hub: "Model size 6.92B params"
+    # model card: 1B active, 7B total parameters; hub page: 6.92B params
     ("allenai__OLMoE-1B-7B-0924", 6.92, "total", "https://huggingface.co/allenai/OLMoE-1B-7B-0924"),
-    # hub: "Model size 41.9B params"; card: "6.6B active parameters"
+    # hub page: 41.9B params; model card: 6.6B active parameters
     ("microsoft__Phi-3.5-MoE-instruct", 41.9, "total", "https://huggingface.co/microsoft/Phi-3.5-MoE-instruct"),
-    # hub: "Model size 21.8B params" ("21B total parameters and 3B activated")
+    # hub page: 21.8B params (the card rounds to 21B total, 3B activated)
     ("baidu__ERNIE-4.5-21B-A3B-PT", 21.8, "total", "https://huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT"),
-    # "Number of Parameters: 7.61B"
+    # model card: Number of Parameters: 7.61B
     ("Qwen__Qwen2.5-7B-Instruct", 7.61, "total", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct"),
-    # hub: "Model size 49.9B params" (the card's "49B")
+    # hub page: 49.9B params (the card's 49B)
     ("nvidia__Llama-3_3-Nemotron-Super-49B-v1", 49.9, "total",
      "https://huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1"),
-    # "Llama-3.1-Nemotron-Ultra-253B-v1 ... 253B"
+    # model card: 253B parameters
     ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
      "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
 ]
@@ -147,3 +150,11 @@ def test_jamba_layout_and_mamba_state():
     # per request: ssm state 8192 channels x 16 x 4 B + conv window 8192 x 3 x 2 B
     assert m.state_bytes(1) == 8192 * 16 * 4 + 8192 * 3 * 2
     assert abs(a.params_active / 1e9 - 12) <= 0.12  # "12B active"
+
+
+def test_granite_hybrid_every_layer_has_experts_and_a_shared_mlp():
+    a = load_arch(str(CONFIGS / "ibm-granite__granite-4.0-h-small.trimmed.json"))
+    m = a.layers[0].mixer
+    # GraniteMoeHybridConfig defaults: 128 heads, head "auto" = 2 * 4096 / 128 = 64, 1 group
+    assert (m.mamba_num_heads, m.mamba_head_dim, m.n_groups, m.ssm_state_size) == (128, 64, 1, 128)
+    assert all(isinstance(x.mlp, MoE) and x.mlp.shared_expert_intermediate_size == 1536 for x in a.layers)

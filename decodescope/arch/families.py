@@ -2,7 +2,7 @@
 Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
 parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
 
-from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, MoE, Tensor
+from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
                                     state_dtype)
 from decodescope.arch.fields import Fields, check_int
@@ -209,3 +209,27 @@ def build_jamba(f: Fields):
 
 def _num_experts_jamba(f: Fields) -> int:
     return f.get("num_experts", default=0)
+
+
+def build_granite_hybrid(f: Fields):
+    """Granite 4.0-H (granitemoehybrid): Mamba2 or attention per layer_types, and in every
+    layer routed experts (intermediate_size each) plus a shared MLP (shared_intermediate_size).
+    Mamba defaults are GraniteMoeHybridConfig's (128 heads, 1 group, state 256, head "auto")."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: granitemoehybrid needs layer_types, one per layer",
+                               "add layer_types (\"mamba\" or \"attention\" per layer)")
+    heads = f.get("mamba_n_heads", default=128)
+    d_head = f.data.get("mamba_d_head")
+    d_head = f.get("mamba_expand", default=2) * h // heads if d_head in (None, "auto") else f.get("mamba_d_head")
+    mamba = Mamba2(h, heads, max(1, d_head), f.get("mamba_n_groups", default=1), f.get("mamba_d_state", default=256),
+                   f.get("mamba_d_conv", default=4), bool(f.get("mamba_conv_bias", default=True)),
+                   bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    shared = f.get("shared_intermediate_size", default=0)
+    if f.get("num_local_experts"):
+        mlp: DenseMLP | MoE = moe(f, shared_expert_intermediate_size=shared)
+    else:
+        mlp = DenseMLP(h, shared or f.need("intermediate_size"))
+    layers = [Layer("mamba", mamba, mlp) if t == "mamba" else Layer("attention", attention(f), mlp) for t in types]
+    return layers, [], ()

@@ -6,9 +6,9 @@ build.py or families.py) and list its model_type(s) in FAMILIES."""
 from decodescope.arch.arch import Arch
 from decodescope.arch.build import build_decoder, build_deepseek, build_nemotron_h, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
-from decodescope.arch.families import (build_cohere, build_gemma4, build_jamba, build_minimax_m2,
-                                       build_nemotron_nas, build_nextn_decoder, build_phimoe, build_starcoder2,
-                                       translate)
+from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
+                                       build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
+                                       build_starcoder2, translate)
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -28,6 +28,7 @@ FAMILIES = {
     "nemotron-nas": build_nemotron_nas,
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
+    "granitemoehybrid": build_granite_hybrid,
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
