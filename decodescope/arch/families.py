@@ -198,17 +198,14 @@ def build_jamba(f: Fields):
                    STATE_DTYPE_BYTES[state_dtype(f)], dt_rank=f.get("mamba_dt_rank", default=-(-h // 16)))
     layers = []
     for i in range(n):
-        mlp = moe(f) if _num_experts_jamba(f) > 1 and i % e_period == e_offset else DenseMLP(
-            h, f.need("intermediate_size"))
+        experts = f.get("num_experts", default=0) > 1 and i % e_period == e_offset
+        mlp = moe(f) if experts else DenseMLP(h, f.need("intermediate_size"))
         if i % a_period == a_offset:
             layers.append(Layer("attention", attention(f), mlp))
         else:
             layers.append(Layer("mamba", mamba, mlp))
     return layers, [], ()
 
-
-def _num_experts_jamba(f: Fields) -> int:
-    return f.get("num_experts", default=0)
 
 
 def build_granite_hybrid(f: Fields):
