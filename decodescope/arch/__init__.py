@@ -1,8 +1,8 @@
 """arch: what a model reads and computes per token, from its config.json."""
 
 from decodescope.arch.arch import Arch, MTPModule, active_params
-from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
-from decodescope.arch.build import build_arch
+from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba1, Mamba2, MoE, Tensor
+from decodescope.arch.registry import build_arch
 from decodescope.arch.config import RawConfig, load_config, presets
 
 
@@ -11,6 +11,6 @@ def load_arch(model: str) -> Arch:
     return build_arch(load_config(model))
 
 
-__all__ = ["Arch", "MTPModule", "Attention", "MLA", "GatedDeltaNet", "Mamba2", "DenseMLP", "MoE",
+__all__ = ["Arch", "MTPModule", "Attention", "MLA", "GatedDeltaNet", "Mamba1", "Mamba2", "DenseMLP", "MoE",
            "Layer", "Tensor", "RawConfig", "load_arch", "load_config", "build_arch", "presets",
            "active_params"]

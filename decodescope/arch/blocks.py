@@ -53,8 +53,11 @@ class Attention:
     sliding_window: int | None = None  # tokens of KV a query sees (None: all)
     attn_output_gate: bool = False  # Qwen3.5/Next: q_proj also emits a per-head gate
     qk_norm: bool = False
-    attention_bias: bool = False
+    attention_bias: bool = False  # biases on q, k and v
     sinks: bool = False  # gpt-oss: one learned sink logit per head
+    o_bias: bool = False  # a bias on o_proj too (attention_bias in Llama-style configs sets both)
+    qk_norm_full: bool = False  # q/k norms over all heads (OLMoE, MiniMax-M2, Cohere), not one head_dim
+    v_proj: bool = True  # False: K doubles as V (Gemma 4 global layers, attention_k_eq_v)
     kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
 
     def tensors(self) -> list[Tensor]:
@@ -65,9 +68,13 @@ class Attention:
         ts = [_norm("input_layernorm", h)]
         ts += _linear("q_proj", q_out, h, "col", b)
         ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
-        ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
-        ts += _linear("o_proj", h, self.num_attention_heads * d, "row", b)
-        if self.qk_norm:
+        if self.v_proj:
+            ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
+        ts += _linear("o_proj", h, self.num_attention_heads * d, "row", self.o_bias)
+        if self.qk_norm and self.qk_norm_full:
+            ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),
+                   Tensor("k_norm", (kv_out,), "kv", linear=False, kv_heads=kv)]
+        elif self.qk_norm:
             ts += [_norm("q_norm", d), _norm("k_norm", d)]
         if self.sinks:
             ts.append(Tensor("sinks", (self.num_attention_heads,), "col", linear=False))
@@ -76,6 +83,10 @@ class Attention:
     def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
         # K and V, each kv_heads x head_dim
         return 2 * kv_heads * self.head_dim * dtype_bytes
+
+    def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
+        """Cache bytes one query token reads over `context` tokens."""
+        return context * self.kv_bytes_per_token(kv_heads, dtype_bytes)
 
     def attention_flops_per_token(self, heads: int, context: int) -> float:
         # QK^T and PV: 2 matmuls x 2 FLOP per MAC over head_dim x context per head
@@ -93,6 +104,11 @@ class MLA:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    # DeepSeek-V3.2 / GLM-5 sparse attention: a lightning indexer scores every cached token
+    # with its own small key cache, and attention reads only the index_topk best ones
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     kernels = 12  # norms, q_a, q_b, kv_a, absorbed bmm x2, rope, cache write, attention, o, residual
 
     def tensors(self) -> list[Tensor]:
@@ -109,14 +125,35 @@ class MLA:
                _norm("kv_a_layernorm", self.kv_lora_rank),
                Tensor("kv_b_proj", (n * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank), "col"),
                Tensor("o_proj", (h, n * self.v_head_dim), "row")]
+        if self.index_topk:  # indexer: its query from the q latent, one shared key, per-head weights
+            ni, di = self.index_n_heads, self.index_head_dim
+            ts += [Tensor("indexer.wq_b", (ni * di, self.q_lora_rank or h), "rep"),
+                   Tensor("indexer.wk", (di, h), "rep"),
+                   Tensor("indexer.k_norm", (2 * di,), "rep", linear=False),  # LayerNorm weight + bias
+                   Tensor("indexer.weights_proj", (ni, h), "rep", linear=False)]
         return ts
 
+    @property
+    def index_bytes_per_token(self) -> float:
+        # fp8 key + one fp32 scale per 128 values (vLLM DeepseekV32IndexerCache: 128 + 4 bytes)
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128) if self.index_topk else 0
+
     def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
-        return (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes
+        return (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes + self.index_bytes_per_token
+
+    def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
+        """Cache bytes one query token reads: the indexer's keys over the whole context,
+        the latent only for the top-k tokens it selects."""
+        attended = min(context, self.index_topk) if self.index_topk else context
+        latent = (self.kv_lora_rank + self.qk_rope_head_dim) * dtype_bytes
+        return attended * latent + context * self.index_bytes_per_token
 
     def attention_flops_per_token(self, heads: int, context: int) -> float:
-        # absorbed decode: scores over (kv_lora_rank + rope) and values over kv_lora_rank
-        return 2 * heads * context * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        # absorbed decode: scores over (kv_lora_rank + rope) and values over kv_lora_rank,
+        # over the top-k tokens; the indexer scores all context tokens (index heads x head dim)
+        attended = min(context, self.index_topk) if self.index_topk else context
+        index = 2 * self.index_n_heads * self.index_head_dim * context * heads / self.num_attention_heads
+        return 2 * heads * attended * (2 * self.kv_lora_rank + self.qk_rope_head_dim) + index
 
 
 @dataclass(frozen=True)
@@ -210,16 +247,41 @@ class Mamba2:
 
 
 @dataclass(frozen=True)
+class Mamba1(Mamba2):
+    """Jamba's Mamba (v1) mixer. Its state is Mamba2's with one channel per head and no
+    B/C groups: [inner, ssm_state_size] + a conv window over inner (inner = expand * hidden),
+    so it is built as Mamba2(mamba_num_heads=inner, mamba_head_dim=1, n_groups=0); TP splits
+    the inner channels."""
+    dt_rank: int = 0
+
+    def tensors(self) -> list[Tensor]:
+        h, inner, n, r = self.hidden_size, self.intermediate, self.ssm_state_size, self.dt_rank
+        ts = [_norm("norm", h)]
+        ts += _linear("in_proj", 2 * inner, h, "col", self.mamba_proj_bias)  # x and z
+        ts.append(Tensor("conv1d", (inner, self.conv_kernel), "col", linear=False))
+        if self.use_conv_bias:
+            ts.append(Tensor("conv1d.bias", (inner,), "col", linear=False))
+        ts += [Tensor("x_proj", (r + 2 * n, inner), "row"),  # dt, B, C from x
+               Tensor("dt_proj", (inner, r), "col"), Tensor("dt_proj.bias", (inner,), "col", linear=False),
+               Tensor("A_log", (inner, n), "col", linear=False), Tensor("D", (inner,), "col", linear=False),
+               Tensor("dt_layernorm", (r,), "rep", linear=False),  # Jamba normalises dt, B and C
+               Tensor("b_layernorm", (n,), "rep", linear=False), Tensor("c_layernorm", (n,), "rep", linear=False)]
+        ts += _linear("out_proj", h, inner, "row", self.mamba_proj_bias)
+        return ts
+
+
+@dataclass(frozen=True)
 class DenseMLP:
     hidden_size: int
     intermediate_size: int
-    gated: bool = True  # SwiGLU gate+up; False: up only (Nemotron-H relu2)
+    gated: bool = True  # SwiGLU gate+up; False: up only (Nemotron-H relu2, StarCoder2 gelu)
     bias: bool = False
+    norm: bool = True  # False: a parallel block (Cohere) whose MLP shares the attention's norm
     kernels = 4  # norm, gate_up GEMM, activation, down GEMM (residual fused)
 
     def tensors(self) -> list[Tensor]:
         h, i = self.hidden_size, self.intermediate_size
-        ts = [_norm("post_attention_layernorm", h)]
+        ts = [_norm("post_attention_layernorm", h)] if self.norm else []
         if self.gated:
             ts += _linear("gate_proj", i, h, "col", self.bias)
         ts += _linear("up_proj", i, h, "col", self.bias)
@@ -261,10 +323,11 @@ class MoE:
 
 @lru_cache(maxsize=256)
 def _layer_tensors(layer: "Layer") -> tuple[Tensor, ...]:
-    return tuple((layer.mixer.tensors() if layer.mixer else []) + (layer.mlp.tensors() if layer.mlp else []))
+    return tuple((layer.mixer.tensors() if layer.mixer else []) + (layer.mlp.tensors() if layer.mlp else [])
+                 + list(layer.extra))
 
 
-Mixer = Attention | MLA | GatedDeltaNet | Mamba2
+Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2
 MLP = DenseMLP | MoE
 
 
@@ -273,6 +336,7 @@ class Layer:
     kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
     mixer: Mixer | None
     mlp: MLP | None
+    extra: tuple[Tensor, ...] = ()  # family-specific norms and norm biases (Gemma 2/3 sandwich norms)
 
     def tensors(self) -> list[Tensor]:
         return list(_layer_tensors(self))

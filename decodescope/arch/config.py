@@ -3,6 +3,7 @@ hub id (from the local Hugging Face cache, else downloaded when online)."""
 
 import json
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
@@ -39,28 +40,63 @@ def _norm(s: str) -> str:
     return s.strip().lower().replace("_", "-").replace(" ", "-")
 
 
-def _read_json(path: Path) -> dict:
+MAX_CONFIG_BYTES = 16 << 20  # the largest released config.json is under 1 MB
+# a hub id: org/name, letters, digits, '-', '_', '.' (huggingface_hub's repo-id rule)
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+
+
+def _parse(text: str | bytes, where: str) -> dict:
     try:
         # Python's json accepts Infinity/NaN, which Nemotron-H configs contain
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise DecodescopeError(f"{path} is not valid JSON: {e}", "pass the model's config.json") from e
+        data = json.loads(text)
+    except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, 4300+ digit numbers, deep nesting
+        raise DecodescopeError(f"{where} is not a readable JSON config: {str(e)[:120] or type(e).__name__}",
+                               "pass the model's config.json") from None
+    if not isinstance(data, dict):
+        raise DecodescopeError(f"{where}: the config is a JSON {type(data).__name__}, not an object",
+                               "pass the model's config.json, a JSON object of its fields")
+    return data
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise DecodescopeError(f"{path} is {path.stat().st_size >> 20} MB, too large for a config.json",
+                                   "pass the model's config.json")
+        return _parse(path.read_bytes(), str(path))
+    except OSError as e:
+        raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "check the path and its permissions") from None
+
+
+def _as_path(model: str) -> Path | None:
+    """`model` as an existing file or folder, else None."""
+    try:
+        p = Path(model).expanduser()
+        return p if p.is_file() or p.is_dir() else None
+    except (OSError, RuntimeError, ValueError):  # name too long, no home directory for '~', NUL byte
+        return None
 
 
 def load_config(model: str) -> RawConfig:
     """Read the config for `model`: path to config.json, model folder, preset or hub id."""
-    p = Path(model).expanduser()
-    if p.is_file():
+    if not isinstance(model, str) or not model.strip() or len(model) > 4096:
+        raise DecodescopeError("the model name is empty or longer than 4096 characters",
+                               "pass a path to config.json, a preset or a hub id (org/name)")
+    p = _as_path(model)
+    if p and p.is_file():
         return RawConfig(_read_json(p), str(p), p.parent.name if p.name == "config.json" else p.stem)
-    if p.is_dir():
+    if p:
         if not (p / "config.json").is_file():
             raise DecodescopeError(f"{p} has no config.json", "point at the model folder that holds config.json")
         return RawConfig(_read_json(p / "config.json"), str(p / "config.json"), p.name)
     name = _preset_index().get(_norm(model))
     if name:
         return RawConfig(_read_json(PRESET_DIR / presets()[name]["file"]), f"preset:{name}", name)
-    if "/" in model and not model.startswith((".", "/")):
+    if HUB_ID.fullmatch(model) and not model.endswith(".json"):
         return _from_hub(model)
+    if "/" in model or "\\" in model or model.endswith(".json"):
+        raise DecodescopeError(f"no readable file or folder at '{model[:200]}'",
+                               "check the path (it is not looked up on the hub: hub ids look like org/name)")
     import difflib
     close = difflib.get_close_matches(_norm(model), sorted(presets()), n=5, cutoff=0.4)
     raise DecodescopeError(
@@ -69,22 +105,31 @@ def load_config(model: str) -> RawConfig:
         + "see `decodescope model --list` for presets, or pass a path to config.json")
 
 
-def _hub_cache() -> Path:
+def _hub_cache() -> Path | None:
+    """The local Hugging Face hub cache, None when there is no home directory to hold it."""
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"])
-    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]) / "hub"
+    try:
+        return Path.home() / ".cache" / "huggingface" / "hub"
+    except (RuntimeError, KeyError):  # no HOME and no passwd entry
+        return None
 
 
 def _from_hub(repo_id: str) -> RawConfig:
-    name = repo_id.split("/")[-1]
-    snaps = _hub_cache() / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    cached = sorted(snaps.glob("*/config.json"), key=lambda q: q.stat().st_mtime) if snaps.is_dir() else []
+    name, cache = repo_id.split("/")[-1], _hub_cache()
+    snaps = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots" if cache else None
+    try:
+        cached = sorted(snaps.glob("*/config.json"), key=lambda q: q.stat().st_mtime) if snaps and snaps.is_dir() else []
+    except OSError:
+        cached = []
     if cached:
         return RawConfig(_read_json(cached[-1]), str(cached[-1]), name)
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise DecodescopeError(f"{repo_id} is not in the local hub cache ({_hub_cache()}) and HF_HUB_OFFLINE=1",
                                "download it once, or pass a path to its config.json")
-    import urllib.error  # here, not at the top: urllib.request costs `decodescope model` ~15 % of its time
+    import urllib.error  # only a hub download needs it (60 ms to import)
     import urllib.request
     url = f"{os.environ.get('HF_ENDPOINT', 'https://huggingface.co')}/{repo_id}/resolve/main/config.json"
     req = urllib.request.Request(url)
@@ -92,8 +137,8 @@ def _from_hub(repo_id: str) -> RawConfig:
         req.add_header("Authorization", f"Bearer {os.environ['HF_TOKEN']}")
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
-            return RawConfig(json.loads(r.read()), url, name)
-    except (urllib.error.URLError, TimeoutError, json.JSONDecodeError) as e:
+            return RawConfig(_parse(r.read(MAX_CONFIG_BYTES), url), url, name)
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
         raise DecodescopeError(f"could not fetch {url}: {e}",
                                "check the id and the network (gated models need HF_TOKEN), "
                                "or pass a path to config.json") from e

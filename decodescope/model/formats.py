@@ -1,11 +1,23 @@
 """Weight formats: the true bits per weight each tensor is stored in, scales included,
 and which tensors a format leaves in 16 bits."""
 
+import fnmatch
 import re
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
-from decodescope.arch import Arch, Tensor
+from decodescope.arch import MLA, Arch, Tensor
 from decodescope.errors import DecodescopeError
+
+
+class TensorFormat(NamedTuple):
+    """How one weight tensor is stored and multiplied."""
+    bits: float  # bits per weight, scales and zero points included
+    kernel: str  # the format whose kernels read it (engines.toml format_efficiency; "int4" = intN-gN)
+    compute: str  # dtype whose tensor FLOP/s run its matmul
+
+
+BF16 = TensorFormat(16.0, "bf16", "bf16")
 
 
 @dataclass(frozen=True)
@@ -14,34 +26,85 @@ class WeightFormat:
     bits: float  # bits per weight of a converted linear weight, group scales included
     head_bits: float  # the LM head's bits (most formats keep it 16-bit)
     compute: str  # dtype whose tensor FLOP/s run the matmul: weight-only formats compute in bf16
-    experts_only: bool = False  # only routed experts are converted (MXFP4 as gpt-oss ships it)
-    per_tensor: tuple[tuple[str, float], ...] = ()  # mixed-precision checkpoints: module -> bits
+    scope: str = "all"  # which linear tensors are converted: all | mlp (MLP and experts) | experts
+    # mixed-precision / config-derived checkpoints: (module pattern, TensorFormat); first match wins
+    per_tensor: tuple[tuple[str, TensorFormat], ...] = ()
+    ignore: tuple[str, ...] = ()  # module patterns left in 16 bits (a checkpoint's exclusion list)
     mtp_bits: float | None = None  # bits of MTP layers when the checkpoint leaves them out
+    kernel: str = ""  # engines.toml format_efficiency key of its kernels (default: name)
     source: str = ""
 
-    def tensor_bits(self, t: Tensor, mtp: bool = False) -> float:
-        """Bits per weight of tensor `t` of a decoder (or MTP, if `mtp`) layer."""
-        if not t.linear:
-            return 16.0  # norms, biases, routers, convs, A_log: kept in the checkpoint dtype
-        if mtp and self.mtp_bits is not None:
-            return self.mtp_bits
+    @property
+    def base(self) -> TensorFormat:
+        return TensorFormat(self.bits, self.kernel or self.name, self.compute)
+
+    def tensor_format(self, t: Tensor, mtp: bool = False) -> TensorFormat:
+        """Bits, kernel and compute dtype of tensor `t` of a decoder (or MTP, if `mtp`) layer."""
+        if not t.linear or (mtp and self.mtp_bits == 16.0):
+            return BF16  # norms, biases, routers, convs, A_log: kept in the checkpoint dtype
         if t.name == "lm_head":
-            return self.head_bits
+            return self.base._replace(bits=self.head_bits) if self.head_bits < 16 else BF16
+        names = module_names(t)
+        if any(_matches(n, pat) for n in names for pat in self.ignore):
+            return BF16
         if self.per_tensor:
-            return next((b for key, b in self.per_tensor if _matches(t.name, key)), 16.0)
-        if self.experts_only and t.experts == 1:
-            return 16.0
-        return self.bits
+            return next((f for pat, f in self.per_tensor if any(_matches(n, pat) for n in names)), BF16)
+        if self.scope == "experts" and t.experts == 1 or self.scope == "mlp" and not _is_mlp(t):
+            return BF16
+        return self.base if self.bits < 16 else BF16
+
+    def tensor_bits(self, t: Tensor, mtp: bool = False) -> float:
+        return self.tensor_format(t, mtp).bits
+
+    @property
+    def kernels(self) -> set[str]:
+        """Every kernel family this format's tensors use."""
+        return {self.kernel or self.name} | {f.kernel for _, f in self.per_tensor}
 
     def to_dict(self) -> dict:
         return {"name": self.name, "bits": self.bits, "head_bits": self.head_bits,
                 "compute": self.compute, "source": self.source}
 
 
-def _matches(name: str, key: str) -> bool:
-    # fused tensors: our gate_up_proj holds the checkpoint's gate_proj and up_proj
-    fused = name.replace("gate_up_proj", "gate_proj")
-    return name == key or fused == key or name.startswith(key + ".")
+_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+
+
+def _is_mlp(t: Tensor) -> bool:
+    return t.name.split(".")[-1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
+
+
+def module_names(t: Tensor) -> tuple[str, ...]:
+    """Checkpoint-style module names of `t` (layer 0), for matching a quantization config's
+    targets and exclusion lists: "model.layers.0.self_attn.q_proj", "...mlp.experts.0.gate_proj"."""
+    leaf = t.name.split(".")[-1]
+    leaves = ("gate_proj", "up_proj") if leaf == "gate_up_proj" else (leaf,)
+    if t.name.startswith("experts."):
+        block = "mlp.experts.0"
+    elif t.name.startswith("shared_expert."):
+        block = "mlp.shared_experts"
+    elif t.name.startswith("indexer."):
+        block = "self_attn.indexer"
+    elif leaf in _ATTN:
+        block = "self_attn"
+    elif _is_mlp(t):
+        block = "mlp"
+    else:  # Gated DeltaNet / Mamba projections
+        block = "linear_attn"
+    return tuple(f"model.layers.0.{block}.{x}" for x in leaves) + leaves + (t.name,)
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """compressed-tensors ("re:REGEX", a module name or suffix), modelopt (glob) and
+    per-module-key patterns; layer numbers match any layer."""
+    if pattern.startswith("re:"):
+        try:
+            return re.match(pattern[3:], name) is not None
+        except re.error:
+            return False
+    pattern = re.sub(r"layers\.\d+\.", "layers.0.", pattern)
+    if "*" in pattern:  # a glob names a module or everything under it
+        return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*")
+    return name == pattern or name.endswith("." + pattern) or name.startswith(pattern + ".")
 
 
 _LLAMA_CPP = "llama.cpp k-quants (ggml-quants.h block layouts; PR #1684)"
@@ -71,15 +134,32 @@ def parse_format(spec: str, arch: Arch | None = None) -> WeightFormat:
     if s in FORMATS:
         bits, head, compute, source = FORMATS[s]
         # MXFP4 checkpoints (gpt-oss) convert only the routed experts
-        return WeightFormat(s, bits, head, compute, experts_only=s == "mxfp4" and bool(arch and arch.is_moe),
-                            source=source)
+        return WeightFormat(s, bits, head, compute, scope=_scope(s, arch), source=source,
+                            mtp_bits=16.0 if s == "nvfp4" and _has_mla(arch) else None)
     if m := re.fullmatch(r"int4-g(\d+)", s):
         g = int(m[1])  # one 16-bit scale per group of g weights
-        return WeightFormat(s, 4 + 16 / g, 16.0, "bf16", source=f"4-bit weights + fp16 scale per {g}")
+        if not 1 <= g <= 1 << 16:
+            raise DecodescopeError(f"group size {g} in '{spec}' is out of range", "use int4-g32, -g64 or -g128")
+        return WeightFormat(s, 4 + 16 / g, 16.0, "bf16", kernel="int4", source=f"4-bit weights + fp16 scale per {g}")
     if m := re.fullmatch(r"bpw:(\d+(?:\.\d+)?)", s):
         b = float(m[1])  # e.g. EXL2's average bits per weight: applies to every weight read
+        if not 1 <= b <= 16:
+            raise DecodescopeError(f"'{spec}': bits per weight must lie from 1 to 16", "e.g. bpw:4.65")
         return WeightFormat(s, b, b, "bf16", source="user-given average bits per weight")
     raise DecodescopeError(f"unknown weight format '{spec}'", f"use one of: {' '.join(NAMES)}")
+
+
+def _has_mla(arch: Arch | None) -> bool:
+    return bool(arch) and any(isinstance(x.mixer, MLA) for x in arch.layers)
+
+
+def _scope(name: str, arch: Arch | None) -> str:
+    # MXFP4 checkpoints (gpt-oss) convert only the routed experts; NVIDIA's NVFP4 DeepSeek
+    # checkpoints keep MLA and the MTP layer in 16 bits (exclude_modules "model.layers.N.self_attn*"
+    # and "model.layers.61*" in nvidia/DeepSeek-V3-0324-NVFP4's hf_quant_config.json)
+    if name == "mxfp4" and arch and arch.is_moe:
+        return "experts"
+    return "mlp" if name == "nvfp4" and _has_mla(arch) else "all"
 
 
 def config_format(arch: Arch) -> WeightFormat:
@@ -88,42 +168,137 @@ def config_format(arch: Arch) -> WeightFormat:
     if not q:
         return parse_format(arch.dtype, arch)
     method = str(q.get("quant_method", "")).lower()
-    if method == "fp8":
-        return parse_format("fp8", arch)
-    if method == "mxfp4":
-        return parse_format("mxfp4", arch)
-    if method in ("gptq", "awq", "auto-round") and q.get("bits") == 4:
-        return parse_format(f"int4-g{q.get('group_size', 128)}", arch)
+    if method in ("fp8", "mxfp4"):
+        return replace(parse_format(method, arch), ignore=_patterns(q, "modules_to_not_convert", arch))
+    if method in ("gptq", "awq", "auto-round", "gptq_marlin", "awq_marlin"):
+        return _intn(q, method, arch)
+    if method == "bitsandbytes":
+        return _bitsandbytes(q, arch)
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, arch)
     if method == "modelopt":
         return _modelopt(q, arch)
     raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
                            f"pass the format with --weights ({' '.join(NAMES)})")
 
 
-_ALGO_BITS = {"FP8": 8.0, "NVFP4": 4.5, "W4A16_NVFP4": 4.5, "W4A8_NVFP4_FP8": 4.5}
+def _patterns(q: dict, key: str, arch: Arch) -> tuple[str, ...]:
+    v = q.get(key) or []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise DecodescopeError(f"{arch.source}: quantization_config {key} is not a list of module names",
+                               "fix the config, or pass the format with --weights")
+    return tuple(v)
+
+
+def _int_field(q: dict, key: str, default, lo: int, hi: int, arch: Arch) -> int:
+    v = q.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or v == -1):
+        raise DecodescopeError(f"{arch.source}: quantization_config {key}={v!r} is not an integer from {lo} to {hi}",
+                               "fix the config, or pass the format with --weights")
+    return v
+
+
+def int_bits(bits: int, group: int, zero_points: bool) -> float:
+    """True bits per weight of an integer group format: the weights, one fp16 scale per group
+    and, if asymmetric, one `bits`-wide zero point per group (GPTQ/AWQ pack them as qzeros).
+    group -1: one scale per output channel, under 0.01 bit."""
+    return float(bits) if group == -1 else bits + (16 + (bits if zero_points else 0)) / group
+
+
+def _intn(q: dict, method: str, arch: Arch) -> WeightFormat:
+    bits = _int_field(q, "bits", 4, 2, 8, arch)
+    group = _int_field(q, "group_size", 128, 1, 1 << 16, arch)
+    # AWQ always stores zero points; GPTQ only when asymmetric (sym: false)
+    zeros = "awq" in method or q.get("zero_point") is True or q.get("sym") is False
+    b = int_bits(bits, group, zeros)
+    kernel = "int8" if bits == 8 else "int4"  # Marlin / Machete weight-only kernels, bf16 math
+    return WeightFormat(f"int{bits}-g{group}{'-zp' if zeros else ''} (config)", b, 16.0, "bf16", kernel=kernel,
+                        ignore=_patterns(q, "modules_to_not_convert", arch),
+                        source=f"{method}: {bits}-bit + fp16 scale{' + zero point' if zeros else ''} per {group}")
+
+
+def _bitsandbytes(q: dict, arch: Arch) -> WeightFormat:
+    ignore = _patterns(q, "llm_int8_skip_modules", arch)
+    if q.get("load_in_4bit"):
+        # bitsandbytes 4-bit: one absmax per 64 weights, fp32 (0.5 bit) or, double-quantised,
+        # int8 with one fp32 scale per 256 absmax (8/64 + 32/16384 bit)
+        scale = 8 / 64 + 32 / (64 * 256) if q.get("bnb_4bit_use_double_quant") else 32 / 64
+        kind = q.get("bnb_4bit_quant_type", "fp4")
+        return WeightFormat(f"bnb-{kind} (config)", 4 + scale, 16.0, "bf16", kernel="int4", ignore=ignore,
+                            source="bitsandbytes 4-bit: absmax per 64 (double quant: int8 absmax)")
+    if q.get("load_in_8bit"):  # LLM.int8(): int8 rows + one fp32 scale per row
+        return WeightFormat("bnb-int8 (config)", 8.0, 16.0, "bf16", kernel="int8", ignore=ignore,
+                            source="bitsandbytes LLM.int8(): int8 + per-row scale")
+    raise DecodescopeError(f"{arch.source}: bitsandbytes config loads neither 4-bit nor 8-bit",
+                           "pass the format with --weights")
+
+
+def _ct_group(spec: dict, arch: Arch) -> TensorFormat:
+    """compressed-tensors config group -> the format of the tensors it targets."""
+    w, a = spec.get("weights") or {}, spec.get("input_activations") or {}
+    if not isinstance(w, dict) or not isinstance(a, dict):
+        raise DecodescopeError(f"{arch.source}: a compressed-tensors config group is malformed",
+                               "pass the format with --weights")
+    bits = _int_field(w, "num_bits", 8, 2, 16, arch)
+    kind, act_bits = w.get("type", "int"), a.get("num_bits")
+    if kind == "float" and bits == 4:  # NVFP4: e2m1 + e4m3 scale per 16; W4A4 runs FP4 math
+        return TensorFormat(4.5, "nvfp4", "fp4" if act_bits == 4 else "bf16")
+    if kind == "float" and bits == 8:  # FP8, per-channel / block scales; W8A8 runs FP8 math
+        return TensorFormat(8.0, "fp8", "fp8" if act_bits == 8 else "bf16")
+    group = _int_field(w, "group_size", -1, 1, 1 << 16, arch) if w.get("strategy") == "group" else -1
+    b = int_bits(bits, group if group else -1, w.get("symmetric") is False)
+    return TensorFormat(b, "int8" if bits == 8 else "int4", "int8" if bits == 8 and act_bits == 8 else "bf16")
+
+
+def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        raise DecodescopeError(f"{arch.source}: compressed-tensors config without config_groups",
+                               "pass the format with --weights")
+    per = []
+    for spec in groups.values():
+        f = _ct_group(spec if isinstance(spec, dict) else {}, arch)
+        targets = spec.get("targets") or ["Linear"]
+        # "Linear" targets every linear layer; other targets are module names or re: patterns
+        per += [(".*" if t == "Linear" else t, f) for t in targets if isinstance(t, str)]
+    per = [("re:.*" if p == ".*" else p, f) for p, f in per]
+    top = per[0][1]
+    head = top.bits if any(p == "lm_head" for p, _ in per) else 16.0
+    return WeightFormat(f"compressed-tensors {top.kernel} (config)", top.bits, head, top.compute,
+                        per_tensor=tuple(per), ignore=_patterns(q, "ignore", arch), kernel=top.kernel,
+                        source="compressed-tensors config_groups / targets / ignore")
+
+
+_ALGO = {"FP8": TensorFormat(8.0, "fp8", "fp8"), "NVFP4": TensorFormat(4.5, "nvfp4", "fp4"),
+         "W4A16_NVFP4": TensorFormat(4.5, "nvfp4", "bf16"), "W4A8_NVFP4_FP8": TensorFormat(4.5, "nvfp4", "fp8")}
 
 
 def _modelopt(q: dict, arch: Arch) -> WeightFormat:
     algo = q.get("quant_algo")
-    if algo in _ALGO_BITS:
-        base = parse_format("fp8" if algo == "FP8" else "nvfp4", arch)
-        return replace(base, name=f"{base.name} (config)")
-    if algo != "MIXED_PRECISION" or not q.get("quantized_layers"):
+    ignore = _patterns(q, "ignore", arch) + _patterns(q, "exclude_modules", arch)
+    # MTP layers: "mtp*" (Qwen) or the layer after the last decoder layer (DeepSeek's layer 61)
+    mtp_out = any(p.startswith(("mtp", f"model.layers.{len(arch.layers)}")) for p in ignore)
+    if algo in _ALGO:
+        f = _ALGO[algo]
+        return WeightFormat(f"{f.kernel} (config)", f.bits, 16.0, f.compute, kernel=f.kernel, ignore=ignore,
+                            mtp_bits=16.0 if mtp_out else None, source=f"modelopt {algo}, exclusion list applied")
+    layers = q.get("quantized_layers")
+    if algo != "MIXED_PRECISION" or not isinstance(layers, dict) or not layers:
         raise DecodescopeError(f"{arch.source}: modelopt quant_algo={algo!r} is not understood",
                                "pass the format with --weights")
-    per, head = {}, 16.0
-    for module, spec in q["quantized_layers"].items():
-        bits = _ALGO_BITS.get(spec.get("quant_algo"))
-        if bits is None:
-            raise DecodescopeError(f"{arch.source}: quant_algo {spec.get('quant_algo')!r} of {module} unknown",
+    per, head = {}, BF16
+    for module, spec in layers.items():
+        f = _ALGO.get(spec.get("quant_algo") if isinstance(spec, dict) else None)
+        if f is None:
+            raise DecodescopeError(f"{arch.source}: quant_algo of {module} is not understood",
                                    "pass the format with --weights")
         if module == "lm_head":
-            head = bits
+            head = f
             continue
         # "model.language_model.layers.3.self_attn.q_proj" -> "q_proj"; "...mlp.experts" -> "experts"
-        key = re.sub(r"^.*?layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.", "", module)
-        per[key] = bits
-    ignored_mtp = any(p.startswith("mtp") for p in q.get("ignore", []))
-    return WeightFormat("mixed (config)", max(per.values()), head, "bf16",
-                        per_tensor=tuple(sorted(per.items())), mtp_bits=16.0 if ignored_mtp else None,
+        per[re.sub(r"^.*?layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.", "", module)] = f
+    top = max(per.values(), key=lambda f: f.bits)
+    return WeightFormat("mixed (config)", top.bits, head.bits, top.compute, kernel=top.kernel,
+                        per_tensor=tuple(sorted(per.items(), key=lambda kv: kv[0])),
+                        mtp_bits=16.0 if mtp_out else None,
                         source="modelopt MIXED_PRECISION quantized_layers: FP8 = 8, NVFP4 = 4.5 bits")

@@ -90,7 +90,8 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
     ops = []
     touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, tokens, d.ep) if moe else None
     for t in layer_tensors:
-        bits = fmt.tensor_bits(t, mtp)
+        tf = fmt.tensor_format(t, mtp)  # bits, kernel and compute dtype of this tensor
+        bits = tf.bits
         params = tensor_params_gpu(t, d, touched)
         flops = 0.0
         if t.linear:
@@ -99,16 +100,16 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
                          if t.experts > 1 else params)
             flops = 2 * per_token * tokens
         quantised = t.linear and bits < 16
-        bw = r.bw_by_format.get(fmt.name, r.bw) if quantised else r.bw
-        peak = r.flops[compute_dtype(fmt) if quantised else "bf16"]
+        bw = r.bw_by_format.get(tf.kernel, r.bw) if quantised else r.bw
+        peak = r.flops[_compute_key(tf) if quantised else "bf16"]
         ops.append(_roofline("weights", t.name, params * bits / 8, flops, bw, peak))
     return ops
 
 
-def compute_dtype(fmt: WeightFormat) -> str:
-    """The Rates.flops key a format's matmuls run at: MXFP4 has its own ("mxfp4"), as
+def _compute_key(tf) -> str:
+    """The Rates.flops key a tensor's matmul runs at: MXFP4 has its own ("mxfp4"), as
     GPUs without FP4 tensor cores run its MoE kernels at the BF16 rate."""
-    return "mxfp4" if fmt.compute == "fp4" and fmt.name.startswith("mxfp4") else fmt.compute
+    return "mxfp4" if tf.compute == "fp4" and tf.kernel.startswith("mxfp4") else tf.compute
 
 
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
@@ -119,7 +120,7 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
         kv_heads = 1  # one latent per token, replicated on every TP rank
     else:
         kv_heads = max(1, mixer.num_key_value_heads // d.tp)
-    nbytes = batch * context * mixer.kv_bytes_per_token(kv_heads, d.kv_bytes)
+    nbytes = batch * mixer.kv_read_bytes(context, kv_heads, d.kv_bytes)
     flops = batch * tokens_per_req * mixer.attention_flops_per_token(mixer.num_attention_heads / d.tp, context)
     return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
 

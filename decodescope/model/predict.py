@@ -90,7 +90,7 @@ def ceiling_rates(d: Deployment) -> Rates:
 
 def expected_rates(d: Deployment) -> Rates:
     g, e = d.gpu, d.engine
-    fmts = {d.weights.name, (d.draft_weights or d.weights).name}
+    fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},

@@ -1,0 +1,232 @@
+"""Families whose configs name their fields their own way (ChatGLM, ERNIE, InternLM2,
+Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
+parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
+
+from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
+from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
+                                    state_dtype)
+from decodescope.arch.fields import Fields, check_int
+from decodescope.errors import DecodescopeError
+
+# Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
+# released multimodal configs (google/gemma-3-4b-it) leave these out of text_config
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262208, "head_dim": 256, "num_attention_heads": 8,
+                        "num_key_value_heads": 4, "sliding_window": 4096, "sliding_window_pattern": 6}
+
+
+def _rename(f: Fields, names: dict, **fixed) -> Fields:
+    """The fields under Llama-style names: names maps our key -> the family's key."""
+    data = dict(f.data)
+    for ours, theirs in names.items():
+        if f.data.get(theirs) is not None:
+            data[ours] = f.data[theirs]
+    return Fields({**data, **fixed}, f.source)
+
+
+def translate(f: Fields) -> Fields:
+    """The config of `f` in the field names the builders read."""
+    mt = f.str_("model_type")
+    if mt == "chatglm":  # THUDM/glm-4-9b, chatglm3-6b
+        mqa = f.get("multi_query_attention", default=False)
+        g = _rename(f, {"num_hidden_layers": "num_layers", "vocab_size": "padded_vocab_size",
+                        "intermediate_size": "ffn_hidden_size", "head_dim": "kv_channels"},
+                    attention_bias=bool(f.get("add_qkv_bias", default=False)),
+                    mlp_bias=bool(f.get("add_bias_linear", default=False)))
+        if mqa:
+            g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
+        return g
+    if mt == "internlm2":  # one `bias` flag for wqkv and wo
+        return _rename(f, {"attention_bias": "bias"})
+    if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
+        shared = f.get("moe_num_shared_experts", default=0)
+        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
+                           "first_k_dense_replace": "moe_layer_start_index", "moe_layer_freq": "moe_layer_interval",
+                           "attention_bias": "use_bias"},
+                       n_shared_experts=shared, shared_expert_intermediate_size=0)
+    if mt.startswith("gemma3"):
+        return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
+    if mt.startswith("gemma4"):
+        return _rename(f, {"num_experts_per_tok": "top_k_experts"})
+    return f
+
+
+def build_cohere(f: Fields):
+    """Cohere Command-R / Aya (cohere) and Command R7B / A (cohere2): attention and MLP run
+    in parallel off one LayerNorm (weight only), so the MLP has no norm of its own."""
+    n, mt = f.need("num_hidden_layers"), f.str_("model_type")
+    qk = bool(f.get("use_qk_norm", default=False))
+    types = f.list_("layer_types", str)
+    if mt == "cohere2" and not types:  # every sliding_window_pattern-th layer is global
+        p = f.get("sliding_window_pattern", default=4)
+        types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
+    layers = []
+    for i in range(n):
+        w = f.get("sliding_window") if types and types[i] == "sliding_attention" else None
+        attn = attention(f, w, qk_norm=qk, qk_norm_full=True)
+        mlp = DenseMLP(f.need("hidden_size"), f.need("intermediate_size"), norm=False)
+        layers.append(Layer("sliding_attention" if w else "attention", attn, mlp))
+    return layers, [], ()
+
+
+def build_starcoder2(f: Fields):
+    """StarCoder2: LayerNorms with biases, biased q/k/v/o, a plain (ungated) GELU MLP
+    c_fc / c_proj with biases."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    bias = bool(f.get("use_bias", default=True))
+    norm_bias = (Tensor("input_layernorm.bias", (h,), "rep", linear=False),
+                 Tensor("post_attention_layernorm.bias", (h,), "rep", linear=False))
+    window = f.get("sliding_window")
+    layers = [Layer("sliding_attention" if window else "attention",
+                    attention(f, window, attention_bias=bias, o_bias=bias),
+                    DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bias), norm_bias)
+              for _ in range(n)]
+    return layers, [], ()
+
+
+def build_phimoe(f: Fields):
+    """Phi-3.5-MoE: Mixtral layout with biased attention and LayerNorms with biases."""
+    layers, _, notes = build_decoder(f)
+    h = f.need("hidden_size")
+    norm_bias = (Tensor("input_layernorm.bias", (h,), "rep", linear=False),
+                 Tensor("post_attention_layernorm.bias", (h,), "rep", linear=False))
+    return [Layer(x.kind, x.mixer, x.mlp, norm_bias) for x in layers], [], notes
+
+
+def build_nextn_decoder(f: Fields):
+    """GLM-4.5/4.6/4.7 (glm4_moe) and MiMo: a Llama-style decoder plus DeepSeek-style
+    next-n MTP layers."""
+    layers, _, notes = build_decoder(f)
+    n = len(layers)
+    mtp_layer = Layer("attention", attention(f, qk_norm=bool(f.get("use_qk_norm"))), decoder_mlp(f, n))
+    return layers, nextn_mtp(f, mtp_layer), notes
+
+
+def build_minimax_m2(f: Fields):
+    """MiniMax-M2: every layer GQA attention with q/k norms over all heads + 256-expert MoE.
+    Its config names MTP modules (num_mtp_modules) that the released checkpoint does not ship."""
+    layers, _, notes = build_decoder(f)
+    if f.get("num_local_experts") is None:
+        raise DecodescopeError(f"{f.source}: minimax_m2 without num_local_experts", "add num_local_experts")
+    full = [Layer(x.kind, attention(f, x.mixer.sliding_window, qk_norm=True, qk_norm_full=True), x.mlp)
+            for x in layers]
+    return full, [], notes
+
+
+def _ffn_size(mult: float, hidden: int) -> int:
+    # DeciLM's _ffn_mult_to_intermediate_size: 2/3 * mult * hidden, rounded up to a multiple of 256
+    size = int(2 * mult * hidden / 3)
+    return -(-size // 256) * 256
+
+
+def build_nemotron_nas(f: Fields):
+    """Llama-Nemotron Super / Ultra (DeciLM, model_type nemotron-nas): one block config per
+    layer; a block may skip attention or the MLP (no_op) or replace either with one linear."""
+    h, heads = f.need("hidden_size"), f.need("num_attention_heads")
+    blocks = f.list_("block_configs", dict) or []
+    if len(blocks) != f.need("num_hidden_layers"):
+        raise DecodescopeError(f"{f.source}: {len(blocks)} block_configs for num_hidden_layers "
+                               f"{f.need('num_hidden_layers')}", "one block config per layer")
+    layers, skipped = [], 0
+    for i, b in enumerate(blocks):
+        att, ffn = b.get("attention"), b.get("ffn")
+        if not isinstance(att, dict) or not isinstance(ffn, dict):
+            raise DecodescopeError(f"{f.source}: block_configs[{i}] lacks attention / ffn", "fix block_configs")
+        mixer = mlp = None
+        if att.get("replace_with_linear"):
+            mixer_t = (Tensor("input_layernorm", (h,), "rep", linear=False), Tensor("linear_attn", (h, h), "rep"))
+        else:
+            mixer_t = ()
+        if not att.get("no_op") and not att.get("replace_with_linear"):
+            g = check_int(f.source, "num_key_value_heads", att.get("n_heads_in_group"))  # heads per KV head
+            mixer = attention(f, num_key_value_heads=max(1, heads // g))
+        if ffn.get("replace_with_linear"):
+            mixer_t += (Tensor("post_attention_layernorm", (h,), "rep", linear=False), Tensor("linear_mlp", (h, h), "rep"))
+        elif not ffn.get("no_op"):
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
+                raise DecodescopeError(f"{f.source}: block_configs[{i}] ffn_mult {mult!r} out of range",
+                                       "ffn_mult is a positive multiple of hidden_size, at most 64")
+            mlp = DenseMLP(h, _ffn_size(mult, h), bias=bool(f.get("mlp_bias", default=False)))
+        if mixer is None and mlp is None and not mixer_t:
+            skipped += 1  # a layer with nothing in it: the residual passes through
+            continue
+        layers.append(Layer("attention" if mixer else "mlp", mixer, mlp, mixer_t))
+    return layers, [], (f"{skipped} of {len(blocks)} layers are empty (no-op attention and MLP)",) if skipped else ()
+
+
+def build_gemma4(f: Fields):
+    """Gemma 4 (gemma4 / gemma4_text): sliding layers with head_dim and num_key_value_heads,
+    global layers with global_head_dim and num_global_key_value_heads whose K doubles as V
+    (attention_k_eq_v); with enable_moe_block, a routed-expert block beside the dense MLP."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: Gemma 4 needs layer_types, one per layer", "add layer_types")
+    norms = tuple(Tensor(name, (h,), "rep", linear=False)
+                  for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"))
+    moe_block = bool(f.get("enable_moe_block", default=False))
+    layers = []
+    for t in types:
+        if t == "full_attention":
+            attn = attention(f, qk_norm=True, head_dim=f.get("global_head_dim", "head_dim", default=256),
+                             num_key_value_heads=f.get("num_global_key_value_heads", "num_key_value_heads",
+                                                       default=f.need("num_attention_heads")),
+                             v_proj=not f.get("attention_k_eq_v", default=False))
+        else:
+            attn = attention(f, f.get("sliding_window"), qk_norm=True)
+        dense = DenseMLP(h, f.need("intermediate_size"))
+        if moe_block:  # the dense MLP's tensors ride along as extras of the MoE layer
+            mlp: DenseMLP | MoE = moe(f, moe_intermediate_size=f.need("moe_intermediate_size"))
+            extra = norms + tuple(dense.tensors())
+        else:
+            mlp, extra = dense, norms
+        layers.append(Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, extra))
+    notes = ("per-layer input embeddings (hidden_size_per_layer_input) not counted",
+             ) if f.get("hidden_size_per_layer_input") else ()
+    return layers, [], notes
+
+
+def build_jamba(f: Fields):
+    """Jamba: Mamba (v1) layers with attention every attn_layer_period-th layer (from
+    attn_layer_offset) and MoE every expert_layer_period-th (from expert_layer_offset)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    a_period, a_offset = f.get("attn_layer_period", default=8), f.get("attn_layer_offset", default=4)
+    e_period, e_offset = f.get("expert_layer_period", default=2), f.get("expert_layer_offset", default=1)
+    inner = f.get("mamba_expand", default=2) * h
+    mamba = Mamba1(h, inner, 1, 0, f.get("mamba_d_state", default=16), f.get("mamba_d_conv", default=4),
+                   bool(f.get("mamba_conv_bias", default=True)), bool(f.get("mamba_proj_bias", default=False)),
+                   STATE_DTYPE_BYTES[state_dtype(f)], dt_rank=f.get("mamba_dt_rank", default=-(-h // 16)))
+    layers = []
+    for i in range(n):
+        experts = f.get("num_experts", default=0) > 1 and i % e_period == e_offset
+        mlp = moe(f) if experts else DenseMLP(h, f.need("intermediate_size"))
+        if i % a_period == a_offset:
+            layers.append(Layer("attention", attention(f), mlp))
+        else:
+            layers.append(Layer("mamba", mamba, mlp))
+    return layers, [], ()
+
+
+
+def build_granite_hybrid(f: Fields):
+    """Granite 4.0-H (granitemoehybrid): Mamba2 or attention per layer_types, and in every
+    layer routed experts (intermediate_size each) plus a shared MLP (shared_intermediate_size).
+    Mamba defaults are GraniteMoeHybridConfig's (128 heads, 1 group, state 256, head "auto")."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: granitemoehybrid needs layer_types, one per layer",
+                               "add layer_types (\"mamba\" or \"attention\" per layer)")
+    heads = f.get("mamba_n_heads", default=128)
+    d_head = f.data.get("mamba_d_head")
+    d_head = f.get("mamba_expand", default=2) * h // heads if d_head in (None, "auto") else f.get("mamba_d_head")
+    mamba = Mamba2(h, heads, max(1, d_head), f.get("mamba_n_groups", default=1), f.get("mamba_d_state", default=256),
+                   f.get("mamba_d_conv", default=4), bool(f.get("mamba_conv_bias", default=True)),
+                   bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    shared = f.get("shared_intermediate_size", default=0)
+    if f.get("num_local_experts"):
+        mlp: DenseMLP | MoE = moe(f, shared_expert_intermediate_size=shared)
+    else:
+        mlp = DenseMLP(h, shared or f.need("intermediate_size"))
+    layers = [Layer("mamba", mamba, mlp) if t == "mamba" else Layer("attention", attention(f), mlp) for t in types]
+    return layers, [], ()

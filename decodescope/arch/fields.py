@@ -1,0 +1,103 @@
+"""Config fields, checked at the edge: every field a family builder reads passes through
+`Fields`, which checks its type and a sane range once, before any arithmetic, so that a
+hostile or broken config.json ends in one DecodescopeError and never in a traceback, a
+negative size or an hour-long loop."""
+
+import math
+
+from decodescope.errors import DecodescopeError
+
+# integer field -> (lowest, highest) accepted. The ceilings sit far above any released
+# model (hidden 16384, 128 layers, 384 experts, vocab 262k) and keep every answer fast.
+_SIZE = (1, 1 << 20)
+_COUNT = (1, 1 << 12)
+_OPTIONAL = (0, 1 << 12)
+INT_RANGES = {
+    **dict.fromkeys(("hidden_size", "intermediate_size", "moe_intermediate_size", "ffn_hidden_size",
+                     "intermediate_size_mlp", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
+                     "qk_rope_head_dim", "v_head_dim", "head_dim", "attention_head_dim", "kv_channels",
+                     "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "ssm_state_size",
+                     "mamba_d_head", "mamba_d_state", "mamba_d_ssm", "mamba_dt_rank", "index_head_dim",
+                     "moe_num_shared_experts_size", "shared_intermediate_size"), _SIZE),
+    **dict.fromkeys(("vocab_size", "padded_vocab_size"), (1, 1 << 23)),
+    **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer"), (1, 1024)),
+    **dict.fromkeys(("num_attention_heads", "num_key_value_heads", "multi_query_group_num",
+                     "linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads", "mamba_n_heads",
+                     "n_groups", "mamba_n_groups", "num_experts_per_tok", "experts_per_token", "moe_topk",
+                     "moe_k", "index_n_heads", "conv_kernel", "linear_conv_kernel_dim", "mamba_d_conv",
+                     "mamba_expand", "full_attention_interval", "sliding_window_pattern",
+                     "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq",
+                     "attn_layer_period", "expert_layer_period", "moe_layer_interval"), _COUNT),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), (0, 1 << 16)),
+    **dict.fromkeys(("n_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
+                     "moe_layer_start_index", "attn_layer_offset", "expert_layer_offset"), _OPTIONAL),
+    **dict.fromkeys(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"), (0, 1 << 20)),
+    # speculative modules: the released ones carry 1 to 3
+    **dict.fromkeys(("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules"), (0, 64)),
+    **dict.fromkeys(("sliding_window", "attention_chunk_size", "index_topk"), (0, 1 << 31)),
+}
+MAX_LIST = 4096  # longest per-layer list (layer_types, pattern letters, block_configs)
+
+
+def _bad(source: str, key: str, v, want: str) -> DecodescopeError:
+    shown = repr(v) if len(repr(v)) < 60 else repr(v)[:57] + "..."
+    return DecodescopeError(f"{source}: field '{key}' is {shown}, expected {want}",
+                            f"fix \"{key}\" in the config (see the model's Hugging Face config.json)")
+
+
+def check_int(source: str, key: str, v):
+    """`v` as an int within INT_RANGES[key]; integral floats (4096.0) are accepted."""
+    lo, hi = INT_RANGES[key]
+    want = f"an integer from {lo} to {hi}"
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _bad(source, key, v, want)
+    return v
+
+
+class Fields:
+    """Config fields with errors that name the field and the file."""
+
+    def __init__(self, data: dict, source: str):
+        self.data, self.source = data, source
+
+    def _checked(self, key: str, v):
+        if key in INT_RANGES:
+            return check_int(self.source, key, v)
+        if isinstance(v, (list, str)) and len(v) > MAX_LIST:
+            raise _bad(self.source, key, f"<{len(v)} entries>", f"at most {MAX_LIST} entries")
+        return v
+
+    def need(self, key: str, why: str = ""):
+        v = self.data.get(key)
+        if v is None:
+            raise DecodescopeError(
+                f"{self.source}: field '{key}' is missing" + (f" (needed for {why})" if why else ""),
+                f"add \"{key}\" to the config (see the model's Hugging Face config.json)")
+        return self._checked(key, v)
+
+    def get(self, *keys, default=None):
+        for k in keys:
+            if self.data.get(k) is not None:
+                return self._checked(k, self.data[k])
+        return default
+
+    def str_(self, key: str, default: str = "") -> str:
+        v = self.get(key, default=default)
+        if not isinstance(v, str):
+            raise _bad(self.source, key, v, "a string")
+        return v
+
+    def list_(self, key: str, item: type) -> list | None:
+        """A list field whose entries are all of type `item` (None when absent)."""
+        v = self.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, list) or not all(isinstance(x, item) and not isinstance(x, bool) for x in v):
+            raise _bad(self.source, key, v, f"a list of {item.__name__}")
+        return v
+
+    def with_defaults(self, defaults: dict) -> "Fields":
+        """These fields, with a family's published defaults under the keys the config leaves out."""
+        return Fields({**defaults, **{k: v for k, v in self.data.items() if v is not None}}, self.source)

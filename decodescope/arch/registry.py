@@ -1,0 +1,73 @@
+"""config.json -> Arch: model_type -> family builder.
+
+To add a family: write a builder `(Fields) -> (layers, mtp, notes)` (decodescope/arch/
+build.py or families.py) and list its model_type(s) in FAMILIES."""
+
+from decodescope.arch.arch import Arch
+from decodescope.arch.build import build_decoder, build_deepseek, build_nemotron_h, build_qwen_hybrid, text_fields
+from decodescope.arch.config import RawConfig
+from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
+                                       build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
+                                       build_starcoder2, translate)
+from decodescope.errors import DecodescopeError
+
+FAMILIES = {
+    **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
+                     "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
+                     "olmo2", "olmoe", "granite", "phi3", "internlm2", "baichuan", "chatglm",
+                     "ernie4_5_moe"), build_decoder),
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
+    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
+                    build_qwen_hybrid),
+    **dict.fromkeys(("glm4_moe", "mimo"), build_nextn_decoder),
+    **dict.fromkeys(("cohere", "cohere2"), build_cohere),
+    "nemotron_h": build_nemotron_h,
+    "starcoder2": build_starcoder2,
+    "phimoe": build_phimoe,
+    "minimax_m2": build_minimax_m2,
+    "nemotron-nas": build_nemotron_nas,
+    **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
+    "jamba": build_jamba,
+    "granitemoehybrid": build_granite_hybrid,
+}
+
+# checkpoint dtype -> the weight format an engine serves it in: engines load float32
+# checkpoints in 16 bits by default (vLLM's dtype "auto" picks bfloat16 for them)
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
+          "float8_e4m3fn": "fp8"}
+# transformers' per-class tie_word_embeddings default where a config leaves it out
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2")
+
+
+def _dtype(f) -> tuple[str, tuple[str, ...]]:
+    dtype = f.get("torch_dtype", "dtype", default="bfloat16")
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise DecodescopeError(f"{f.source}: torch_dtype {dtype!r} is not a checkpoint dtype decodescope knows",
+                               f"use one of {', '.join(DTYPES)}, or pass the format with --weights")
+    note = ("float32 checkpoint: served in bf16, as engines do by default",) if dtype == "float32" else ()
+    return DTYPES[dtype], note
+
+
+def build_arch(raw: RawConfig) -> Arch:
+    """Build the Arch of a parsed config."""
+    f = text_fields(raw)
+    mt = f.str_("model_type")
+    if mt not in FAMILIES:
+        archs = f.get("architectures", default=[])
+        raise DecodescopeError(
+            f"{raw.source}: architecture model_type={mt!r} ({', '.join(map(str, archs)) if isinstance(archs, list) else archs}) "
+            "is not supported",
+            f"supported model_types: {', '.join(sorted(FAMILIES))}. A decoder that looks like one of these "
+            "can be tried by setting its model_type; adding a family is one builder in decodescope/arch/")
+    f = translate(f)
+    layers, mtp, notes = FAMILIES[mt](f)
+    dtype, dtype_note = _dtype(f)
+    tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
+    quant = f.get("quantization_config")
+    if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
+        raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
+                               "fix quantization_config")
+    return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
+                vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
+                layers=tuple(layers), mtp=tuple(mtp), quantization=quant,
+                notes=tuple(notes) + dtype_note)

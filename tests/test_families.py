@@ -1,0 +1,160 @@
+"""Families beyond the bundled presets: each real config's parameter count against the
+figure its publisher gives (model card, or the hub page's safetensors count)."""
+
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import MoE, load_arch
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# file, published billions, what the figure counts, where it is published. Comments give
+# the figure as the page states it (paraphrased where not quoted).
+PUBLISHED = [
+    # model card: Aya 23 8B, 8 billion parameters
+    ("CohereForAI__aya-23-8B", 8.0, "total", "https://huggingface.co/CohereForAI/aya-23-8B"),
+    # model card: a 3B parameter model; hub page: 3.03B params
+    ("bigcode__starcoder2-3b", 3.03, "total", "https://huggingface.co/bigcode/starcoder2-3b"),
+    # Gemma 3 technical report, table 1: 4B: 675M embedding, 3,209M non-embedding parameters
+    ("google__gemma-3-4b-it", 3.209, "non_embedding", "https://arxiv.org/abs/2503.19786"),
+    # hub page: 9.24B params
+    ("google__gemma-2-9b", 9.24, "total", "https://huggingface.co/google/gemma-2-9b"),
+    # hub page: 9.4B params
+    ("THUDM__glm-4-9b-chat", 9.4, "total", "https://huggingface.co/THUDM/glm-4-9b-chat"),
+    # hub page: 7.51B params
+    ("baichuan-inc__Baichuan2-7B-Chat", 7.51, "total", "https://huggingface.co/baichuan-inc/Baichuan2-7B-Chat"),
+    # hub page: 7.74B params
+    ("internlm__internlm2_5-7b-chat", 7.74, "total", "https://huggingface.co/internlm/internlm2_5-7b-chat"),
+    # hub page: 7.83B params, which include the checkpoint's MTP layer
+    ("XiaomiMiMo__MiMo-7B-Base", 7.83, "with_mtp", "https://huggingface.co/XiaomiMiMo/MiMo-7B-Base"),
+    # MiniMax-M2 model card: 230 billion total, 10 billion active parameters; M2.5 keeps
+    # M2's dimensions (62 layers, 256 experts of 1536, hidden 3072)
+    ("MiniMaxAI__MiniMax-M2.5", 230, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M2"),
+    # GLM-4.5 model card: 355B total, 32B active parameters (GLM-4.7 keeps the dimensions)
+    ("zai-org__GLM-4.7-FP8", 355, "total", "https://huggingface.co/zai-org/GLM-4.5"),
+    # GLM-5 model card: 744B parameters (40B active)
+    ("zai-org__GLM-5", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
+    # hub page: 685B params (the 671B main model and its MTP module)
+    ("deepseek-ai__DeepSeek-V3.2", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
+    # model card: "Jamba 1.5 Mini has 12B active and 52B total parameters"
+    ("ai21labs__AI21-Jamba-1.5-Mini", 52, "total", "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini"),
+    # model card: Granite-4.0-H-Small, 32B total parameters, 9B active
+    ("ibm-granite__granite-4.0-h-small.trimmed", 32, "total", "https://huggingface.co/ibm-granite/granite-4.0-h-small"),
+    # Gemma 4 model card: 26B A4B, 25.2B total parameters, 3.8B active
+    ("google__gemma-4-26B-A4B", 25.2, "total", "https://huggingface.co/google/gemma-4-26B-A4B-it"),
+    # model card: 1B active, 7B total parameters; hub page: 6.92B params
+    ("allenai__OLMoE-1B-7B-0924", 6.92, "total", "https://huggingface.co/allenai/OLMoE-1B-7B-0924"),
+    # hub page: 41.9B params; model card: 6.6B active parameters
+    ("microsoft__Phi-3.5-MoE-instruct", 41.9, "total", "https://huggingface.co/microsoft/Phi-3.5-MoE-instruct"),
+    # hub page: 21.8B params (the card rounds to 21B total, 3B activated)
+    ("baidu__ERNIE-4.5-21B-A3B-PT", 21.8, "total", "https://huggingface.co/baidu/ERNIE-4.5-21B-A3B-PT"),
+    # model card: Number of Parameters: 7.61B
+    ("Qwen__Qwen2.5-7B-Instruct", 7.61, "total", "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct"),
+    # hub page: 49.9B params (the card's 49B)
+    ("nvidia__Llama-3_3-Nemotron-Super-49B-v1", 49.9, "total",
+     "https://huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1"),
+    # model card: 253B parameters
+    ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
+     "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
+]
+
+
+@pytest.mark.parametrize("name,published,what,url", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_params_within_one_percent_of_published(name, published, what, url):
+    a = load_arch(str(CONFIGS / f"{name}.json"))
+    ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
+            "non_embedding": a.params_total - a.embedding.params}[what] / 1e9
+    assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
+
+
+def test_qwen2_counts_qkv_biases_but_no_o_bias():
+    a = load_arch(str(CONFIGS / "Qwen__Qwen2.5-7B-Instruct.json"))
+    names = {t.name: t.shape for t in a.layers[0].tensors()}
+    # q 28 heads x 128, k and v 4 heads x 128; o_proj has no bias in Qwen2
+    assert names["q_proj.bias"] == (3584,) and names["k_proj.bias"] == (512,) and names["v_proj.bias"] == (512,)
+    assert "o_proj.bias" not in names
+
+
+def test_gemma_sandwich_norms_and_gemma3_defaults():
+    g2 = load_arch(str(CONFIGS / "google__gemma-2-9b.json"))
+    norms = [t.name for t in g2.layers[0].tensors() if "layernorm" in t.name]
+    assert len(norms) == 4  # input, post_attention, pre_feedforward, post_feedforward
+    g3 = load_arch(str(CONFIGS / "google__gemma-3-4b-it.json"))
+    # text_config gives no vocab_size: Gemma3TextConfig's 262208; head_dim 256, not 2560 / 8 = 320
+    assert g3.vocab_size == 262208 and g3.layers[0].mixer.head_dim == 256
+    # 34 layers, every 6th global (window pattern 6): layers 5, 11, 17, 23, 29
+    assert g3.layer_counts() == {"sliding_attention": 29, "attention": 5}
+
+
+def test_float32_checkpoint_is_served_in_16_bits():
+    a = load_arch(str(CONFIGS / "bigcode__starcoder2-3b.json"))
+    assert a.dtype == "bf16" and any("float32" in n for n in a.notes)
+
+
+def test_cohere_parallel_block_has_one_norm_per_layer():
+    a = load_arch(str(CONFIGS / "CohereForAI__aya-23-8B.json"))
+    assert [t.name for t in a.layers[0].tensors() if "norm" in t.name] == ["input_layernorm"]
+    assert a.tie_word_embeddings  # CohereConfig ties by default; the config does not say
+
+
+def test_sparse_attention_reads_topk_latents_and_all_index_keys():
+    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V3.2.json"))
+    mla = a.layers[0].mixer
+    # per cached token: latent (512 + 64) x 2 bytes = 1152, index key 128 fp8 + 4-byte scale = 132
+    assert mla.kv_bytes_per_token(1, 2) == 1152 + 132
+    # at 32k context one query reads 2048 latents and 32768 index keys
+    assert mla.kv_read_bytes(32768, 1, 2) == 2048 * 1152 + 32768 * 132
+    # below top-k it reads everything
+    assert mla.kv_read_bytes(1000, 1, 2) == 1000 * (1152 + 132)
+
+
+def test_unsupported_family_keeps_a_clear_message(tmp_path):
+    from decodescope.errors import DecodescopeError
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8}')
+    with pytest.raises(DecodescopeError, match="model_type='rwkv7'.*not supported"):
+        load_arch(str(p))
+
+
+def test_nemotron_nas_block_configs():
+    a = load_arch(str(CONFIGS / "nvidia__Llama-3_3-Nemotron-Super-49B-v1.json"))
+    first = a.layers[0]
+    # n_heads_in_group 8 of 64 heads: 8 KV heads; ffn_mult 2.625 of 8192:
+    # int(2 * 2.625 * 8192 / 3) = 14336, a multiple of 256
+    assert first.mixer.num_key_value_heads == 8 and first.mlp.intermediate_size == 14336
+    # 31 of 80 blocks skip attention (no_op): MLP-only layers
+    assert a.layer_counts() == {"attention": 49, "mlp": 31}
+    ultra = load_arch(str(CONFIGS / "nvidia__Llama-3_1-Nemotron-Ultra-253B-v1.json"))
+    assert len(ultra.layers) == 81 and any("81 of 162 layers are empty" in n for n in ultra.notes)
+
+
+def test_gemma4_global_layers_share_k_and_v_and_moe_sits_beside_the_mlp():
+    a = load_arch(str(CONFIGS / "google__gemma-4-26B-A4B.json"))
+    full = next(x for x in a.layers if x.kind == "attention")
+    names = {t.name: t.shape for t in full.tensors()}
+    # global layers: 2 KV heads of 512, K doubles as V (attention_k_eq_v): no v_proj
+    assert names["k_proj"] == (2 * 512, 2816) and "v_proj" not in names
+    # the dense MLP (2112) and 128 experts of 704, 8 per token
+    assert names["gate_proj"] == (2112, 2816) and full.mlp.num_experts == 128 and full.mlp.num_experts_per_tok == 8
+    assert abs(a.params_active / 1e9 - 3.8) <= 0.038  # the card's "3.8B active"
+    assert a.layer_counts() == {"sliding_attention": 25, "attention": 5}
+
+
+def test_jamba_layout_and_mamba_state():
+    a = load_arch(str(CONFIGS / "ai21labs__AI21-Jamba-1.5-Mini.json"))
+    # attention where i % 8 == 4 (4, 12, 20, 28); MoE where i % 2 == 1
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == [4, 12, 20, 28]
+    assert sum(isinstance(x.mlp, MoE) for x in a.layers) == 16
+    m = a.layers[0].mixer
+    # per request: ssm state 8192 channels x 16 x 4 B + conv window 8192 x 3 x 2 B
+    assert m.state_bytes(1) == 8192 * 16 * 4 + 8192 * 3 * 2
+    assert abs(a.params_active / 1e9 - 12) <= 0.12  # "12B active"
+
+
+def test_granite_hybrid_every_layer_has_experts_and_a_shared_mlp():
+    a = load_arch(str(CONFIGS / "ibm-granite__granite-4.0-h-small.trimmed.json"))
+    m = a.layers[0].mixer
+    # GraniteMoeHybridConfig defaults: 128 heads, head "auto" = 2 * 4096 / 128 = 64, 1 group
+    assert (m.mamba_num_heads, m.mamba_head_dim, m.n_groups, m.ssm_state_size) == (128, 64, 1, 128)
+    assert all(isinstance(x.mlp, MoE) and x.mlp.shared_expert_intermediate_size == 1536 for x in a.layers)
