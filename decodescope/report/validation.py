@@ -27,12 +27,14 @@ def _summary(v: Validation) -> Table:
         if e is None:
             t.add_section()
         t.add_row(name, n, "out of sample", *(_stats(out) if out else ["n/a", "", "", "", ""]))
-        t.add_row("", "", "in sample", *_stats(ins))
+        t.add_row("", "", "in sample" if e is None or e.fitted_profile else "estimate", *_stats(ins))
     return t
 
 
 def _notes(e: EngineResult) -> list[str]:
     out = [f"{e.engine}: {e.note}"] if e.note else []
+    if e.rows and not e.fitted_profile:
+        out.append(f"{e.engine}: its profile is an estimate, not fitted to these rows (engines.toml)")
     out += [f"{e.engine}: at a bound: {b}" for b in e.at_bounds]
     out += [f"{e.engine}: [bold red]{r.id} measured {r.measured:.1f} tok/s is above its ceiling "
             f"{r.ceiling:.1f} tok/s[/]" for r in e.rows if r.above_ceiling]

@@ -21,7 +21,7 @@ BOUNDS = {
     "memory_efficiency": (0.3, 0.90),  # the same, per memory technology
     "format_efficiency": (0.3, 1.0),  # a format's kernels relative to the 16-bit ones
     "kernel_floor_us": (1.1, 6.7),  # 1.1 us per kernel replayed in a CUDA graph, 6.7 us per eager launch
-    "host_ms_per_pass": (0.0, 8.0),
+    "host_ms_per_pass": (0.0026, 8.0),  # low: the CPU enqueue of one CUDA graph replay, 2.6 us
     "host_ms_per_draft_step": (0.0, 12.0),
     "allreduce_latency_scale": (0.5, 6.0),
 }
@@ -158,40 +158,67 @@ def objective(samples: list[Sample], v: dict[str, float]) -> float:
     return statistics.fmean(s.log_error(v) for s in samples)
 
 
+def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
+    """objective() as a function of the free values only, in a form cheap to call
+    thousands of times (indices instead of names, logs of the measurements taken once)."""
+    index = {p: i for i, p in enumerate(free)}
+    rows = []
+    for s in samples:
+        lin, base = s.linear, s.linear.const
+        for name, c in lin.slopes:
+            if name not in index:
+                base += c * fixed[name]
+        rows.append((math.log(s.tokens * 1e3 / s.measured), base, index[lin.m], lin.inv,
+                     tuple((index[n], b) for n, b in lin.formats), tuple((index[n], c) for n, c in lin.slopes
+                                                                         if n in index)))
+    lows, highs = [bounds(p)[0] for p in free], [bounds(p)[1] for p in free]
+
+    def f(x: list[float]) -> float:
+        x = [min(h, max(lo, xi)) for lo, h, xi in zip(lows, highs, x)]
+        total = 0.0
+        for logged, base, mi, inv, fmts, slopes in rows:
+            m = x[mi]
+            t = base + inv / m
+            for j, b in fmts:
+                t += b / (m * x[j])
+            for j, c in slopes:
+                t += c * x[j]
+            total += abs(logged - math.log(t)) if t > 0 else math.inf
+        return total / len(rows)
+
+    return f
+
+
 def fit(samples: list[Sample], start: dict[str, float]) -> dict[str, float]:
     """The parameters the samples move, fitted within BOUNDS from `start`: a coarse
-    coordinate search (25 points per parameter, a few sweeps) to find the basin, then a
-    bounded Nelder-Mead, restarted from its own best point, for correlated parameters."""
+    coordinate search (13 points per parameter, two sweeps) to find the basin, then a
+    bounded Nelder-Mead, restarted twice from its own best point, for correlated parameters."""
     free = [p for p in start if any(p in s.linear.params for s in samples)]
     if not free:
         return dict(start)
-    v = dict(start)
-    for _ in range(3):
-        for p in free:
+    f = _compiled(samples, free, start)
+    x = [start[p] for p in free]
+    for _ in range(2):
+        for i, p in enumerate(free):
             lo, hi = bounds(p)
-            v[p] = min((lo + (hi - lo) * i / 24 for i in range(25)), key=lambda x: objective(samples, v | {p: x}))
-
-    def f(x: list[float]) -> float:
-        return objective(samples, v | dict(zip(free, _clip(free, x))))
-
-    x = [v[p] for p in free]
+            x[i] = min((lo + (hi - lo) * k / 12 for k in range(13)), key=lambda xi: f(x[:i] + [xi] + x[i + 1:]))
     for _ in range(3):
         x = _nelder_mead(f, x, [0.05 * (bounds(p)[1] - bounds(p)[0]) for p in free])
-    return v | dict(zip(free, _clip(free, x)))
+    return start | dict(zip(free, _clip(free, x)))
 
 
 def _clip(names: list[str], x: list[float]) -> list[float]:
     return [min(bounds(n)[1], max(bounds(n)[0], xi)) for n, xi in zip(names, x)]
 
 
-def _nelder_mead(f, x0: list[float], steps: list[float], evals: int = 3000) -> list[float]:
+def _nelder_mead(f, x0: list[float], steps: list[float], evals: int = 3000, tol: float = 1e-10) -> list[float]:
     """Minimise f from x0 (the textbook reflect / expand / contract / shrink rules)."""
     simplex = [list(x0)] + [[xi + (steps[i] if i == j else 0.0) for j, xi in enumerate(x0)] for i in range(len(x0))]
     scores = [f(x) for x in simplex]
     for _ in range(evals):
         order = sorted(range(len(simplex)), key=scores.__getitem__)
         simplex, scores = [simplex[i] for i in order], [scores[i] for i in order]
-        if scores[-1] - scores[0] < 1e-13 and max(abs(a - b) for x in simplex[1:] for a, b in zip(x, simplex[0])) < 1e-10:
+        if scores[-1] - scores[0] < tol:
             break
         centre = [sum(c) / (len(simplex) - 1) for c in zip(*simplex[:-1])]
         line = list(zip(centre, simplex[-1]))

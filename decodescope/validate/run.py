@@ -91,6 +91,11 @@ class EngineResult:
     fitted_at_bounds: tuple[str, ...] = ()
 
     @property
+    def fitted_profile(self) -> bool:
+        """The loaded profile was fitted to these rows (else its `in_sample` error is of an estimate)."""
+        return self.profile_source.startswith("fit")
+
+    @property
     def note(self) -> str:
         if not self.rows:
             return "no published rows: the profile's numbers are estimates"
@@ -106,7 +111,8 @@ class EngineResult:
         return {"engine": self.engine, "profile_source": self.profile_source, "sources": list(self.sources),
                 "rows": [r.to_dict() for r in self.rows], "held_out": [h.to_dict() for h in self.held_out],
                 **stats, "params": list(self.params), "at_bounds": list(self.at_bounds),
-                "fitted": dict(self.fitted), "fitted_at_bounds": list(self.fitted_at_bounds), "note": self.note}
+                "fitted": dict(self.fitted), "fitted_at_bounds": list(self.fitted_at_bounds), "fitted_profile": self.fitted_profile,
+                "note": self.note}
 
 
 @dataclass(frozen=True)
