@@ -13,7 +13,8 @@ import pytest
 
 from decodescope.errors import DecodescopeError
 from decodescope.model.engines import engines
-from decodescope.validate.fit import Linear, Sample, candidate_params, leave_one_source_out, linearise, neutral, value
+from decodescope.validate.fit import (Linear, Sample, bounds, candidate_params, leave_one_source_out, linearise, neutral,
+                                      value, with_values)
 from decodescope.validate.rows import DATA, load_cases
 from decodescope.validate.run import validate
 
@@ -37,6 +38,18 @@ def test_profiles_without_rows_say_so(result):
     by = {e.engine: e for e in result.engines}
     assert by["transformers"].rows == () and "no published rows" in by["transformers"].note
     assert "one source" in by["llamacpp"].note or len(by["llamacpp"].sources) > 1
+
+
+def test_profile_numbers_lie_within_their_physical_bounds():
+    # efficiencies at most 0.90 (an H200 copy reached 4.30 of 4.8 TB/s); every kernel floor
+    # between the H200's 1.1 us (CUDA graph) and 6.7 us (eager launch)
+    for p in engines().values():
+        names = ["bw_efficiency", "kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step",
+                 "allreduce_latency_scale"] + [f"memory_efficiency.{k}" for k in p.memory_efficiency]
+        names += [f"format_efficiency.{k}" for k in p.format_efficiency]
+        for name in names:
+            lo, hi = bounds(name)
+            assert lo <= value(p, name) <= hi, (p.id, name)
 
 
 def test_fitting_leaves_the_loaded_profiles_unchanged():
@@ -79,7 +92,6 @@ def test_the_fit_shortcut_equals_the_model(row):
     lin = linearise(case, start, params)
     v = {p: value(start, p) for p in params}
     moved = {p: x * 0.7 if p.endswith("efficiency") or "efficiency." in p else x + 1.3 for p, x in v.items()}
-    from decodescope.validate.fit import with_values
     assert lin.round_ms(moved) == pytest.approx(case.expected_round_ms(with_values(start, moved)), rel=1e-9)
 
 

@@ -27,7 +27,8 @@ def _summary(v: Validation) -> Table:
         if e is None:
             t.add_section()
         t.add_row(name, n, "out of sample", *(_stats(out) if out else ["n/a", "", "", "", ""]))
-        t.add_row("", "", "in sample" if e is None or e.fitted_profile else "estimate", *_stats(ins))
+        fitted = all(x.fitted_profile for x in v.engines if x.rows) if e is None else e.fitted_profile
+        t.add_row("", "", "in sample" if fitted else "engines.toml" if e is None else "estimate", *_stats(ins))
     return t
 
 

@@ -14,6 +14,11 @@ from decodescope.validate.fit import (Sample, at_bounds, candidate_params, fit, 
 from decodescope.validate.rows import DATA, Case, Skipped, load_cases
 
 
+UNITS = {"measured": "tok/s", "expected": "tok/s", "ceiling": "tok/s", "error": "expected / measured - 1",
+         "median_abs": "|error|", "mean_abs": "|error|", "within_10": "share of rows with |error| <= 0.10",
+         "within_25": "share of rows with |error| <= 0.25"}
+
+
 @dataclass(frozen=True)
 class RowResult:
     id: str
@@ -137,7 +142,7 @@ class Validation:
         return tuple(r.id for r in self.rows if r.above_ceiling)
 
     def to_dict(self) -> dict:
-        return {"rows": len(self.rows), "in_sample": self.in_sample.to_dict() if self.in_sample else None,
+        return {"units": UNITS, "rows": len(self.rows), "in_sample": self.in_sample.to_dict() if self.in_sample else None,
                 "out_of_sample": self.out_of_sample.to_dict() if self.out_of_sample else None,
                 "above_ceiling": list(self.above_ceiling), "skipped": [s.to_dict() for s in self.skipped],
                 "engines": [e.to_dict() for e in self.engines]}
