@@ -1,0 +1,265 @@
+"""Fit an engine profile's free parameters to published rows, from a neutral start.
+Loaded profiles are never changed: every candidate is a new frozen EngineProfile.
+
+The search does not run the model for every candidate. A row's expected round is, by
+the model's construction, linear in the fixed costs (kernel floor, allreduce latency
+scale, host times) and, for memory-bound operators, in 1 / bandwidth efficiency. A few
+model runs per row at the neutral start give those coefficients (`Linear`); the search
+then costs arithmetic only. Reported errors always come from the model itself."""
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+from decodescope.model.engines import EngineProfile
+from decodescope.validate.rows import Case
+
+# (low, high) per parameter group; the measured bounds come from an NVIDIA H200
+# (tests/data/h200/gpu_check_results.json, README "Measured on an NVIDIA H200")
+BOUNDS = {
+    "bw_efficiency": (0.3, 0.90),  # high: a device-to-device copy reached 4.30 of 4.8 TB/s
+    "memory_efficiency": (0.3, 0.90),  # the same, per memory technology
+    "format_efficiency": (0.3, 1.0),  # a format's kernels relative to the 16-bit ones
+    "kernel_floor_us": (1.1, 6.7),  # 1.1 us per kernel replayed in a CUDA graph, 6.7 us per eager launch
+    "host_ms_per_pass": (0.0026, 8.0),  # low: the CPU enqueue of one CUDA graph replay, 2.6 us
+    "host_ms_per_draft_step": (0.0, 12.0),
+    "allreduce_latency_scale": (0.5, 6.0),
+}
+# the start of every fit: no engine-specific knowledge, physical middle values
+NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
+           "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0}
+# engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
+# PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
+# ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime). The others keep the measured floor.
+FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc"})
+# engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
+SPLIT_MEMORY = frozenset({"llamacpp"})
+LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale")
+SIXTEEN_BIT = ("bf16", "fp16")
+
+
+def _group(name: str) -> str:
+    return name.split(".")[0]
+
+
+def bounds(name: str) -> tuple[float, float]:
+    return BOUNDS[_group(name)]
+
+
+def value(profile: EngineProfile, name: str) -> float:
+    if name.startswith("memory_efficiency."):
+        return profile.memory_efficiency.get(name.split(".")[1], profile.bw_efficiency)
+    if name.startswith("format_efficiency."):
+        return profile.format_efficiency.get(name.split(".")[1], 1.0)
+    return getattr(profile, name)
+
+
+def with_values(profile: EngineProfile, values: dict[str, float]) -> EngineProfile:
+    """A new profile with `values` set (dotted names go into their dict); `profile` stays as it was."""
+    plain = {k: v for k, v in values.items() if "." not in k}
+    groups = {g: {**getattr(profile, g), **{k.split(".")[1]: v for k, v in values.items() if _group(k) == g}}
+              for g in ("memory_efficiency", "format_efficiency")}
+    return replace(profile, **plain, **groups)
+
+
+def format_family(name: str) -> str:
+    """As EngineProfile.bw_eff groups formats: int4-gN share one efficiency."""
+    return "int4" if name.startswith("int4") else name
+
+
+def candidate_params(engine: str, cases: list[Case]) -> list[str]:
+    """The parameters the rows of `engine` could inform (those they do not move drop out later)."""
+    if engine in SPLIT_MEMORY:
+        names = sorted({f"memory_efficiency.{c.deployment.gpu.memory_type}" for c in cases})
+    else:
+        names = ["bw_efficiency"]
+    fmts = {f.name for c in cases for f in (c.deployment.weights, c.deployment.draft_weights) if f}
+    # a config-derived mixture of formats ("mixed (config)") has no one efficiency to fit
+    names += sorted({f"format_efficiency.{format_family(f)}" for f in fmts
+                     if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
+    names += ["kernel_floor_us"] if engine in FITTED_FLOOR else []
+    return names + ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
+
+
+def neutral(profile: EngineProfile, params: list[str]) -> EngineProfile:
+    """`profile` with every fitted parameter at its neutral value (format and memory
+    efficiencies cleared first); what is not fitted (measured floors, FLOP/s share) stays."""
+    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], memory_efficiency={}, format_efficiency={})
+    return with_values(base, {p: NEUTRAL[_group(p)] for p in params})
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A row's expected round (ms) as a function of the fitted parameters:
+    const + inv / m + sum(b / (m * f)) + sum(slope * value), m the row's memory efficiency."""
+    const: float
+    m: str  # the parameter that sets this row's memory efficiency
+    inv: float  # ms at efficiency 1 of the streams in no fitted format (16-bit weights, KV, state)
+    formats: tuple[tuple[str, float], ...]  # (format parameter, ms at efficiency 1)
+    slopes: tuple[tuple[str, float], ...]  # (parameter, ms per unit)
+
+    def round_ms(self, v: dict[str, float]) -> float:
+        m = v[self.m]
+        t = self.const + self.inv / m
+        for name, b in self.formats:
+            t += b / (m * v[name])
+        for name, s in self.slopes:
+            t += s * v[name]
+        return t
+
+    @property
+    def params(self) -> set[str]:
+        return {self.m} | {n for n, _ in self.formats} | {n for n, _ in self.slopes}
+
+
+def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
+    """The coefficients of `Linear` from model runs at `start` and one step in each parameter."""
+    v0 = {p: value(start, p) for p in params}
+
+    def ms(**step: float) -> float:
+        return case.expected_round_ms(with_values(start, {**v0, **step}))
+
+    t0 = ms()
+    mem = f"memory_efficiency.{case.deployment.gpu.memory_type}"
+    m = mem if mem in v0 else "bw_efficiency"
+    m0, tiny = v0.get(m, start.bw_efficiency), 1e-9 * t0
+    slopes = tuple((p, s) for p in params if p in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
+    formats = tuple((p, b) for p in params if p.startswith("format_efficiency.")
+                    for b in [(ms(**{p: 0.8 * v0[p]}) - t0) / (1 / (m0 * 0.8 * v0[p]) - 1 / (m0 * v0[p]))]
+                    if abs(b) > tiny)
+    total = (ms(**{m: 0.8 * m0}) - t0) / (1 / (0.8 * m0) - 1 / m0)  # inv + sum(b / f0)
+    inv = total - sum(b / v0[p] for p, b in formats)
+    partial = Linear(0.0, m, inv, formats, slopes)
+    return replace(partial, const=t0 - partial.round_ms(v0 | {m: m0}))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What the search needs of one row."""
+    id: str
+    source: str
+    tokens: float  # per round in the reported figure (Case.tokens)
+    measured: float  # tok/s
+    linear: Linear
+
+    @classmethod
+    def of(cls, case: Case, start: EngineProfile, params: list[str]) -> "Sample":
+        return cls(case.id, case.source, case.tokens, case.measured, linearise(case, start, params))
+
+    def tok_s(self, v: dict[str, float]) -> float:
+        return self.tokens * 1e3 / self.linear.round_ms(v)
+
+    def log_error(self, v: dict[str, float]) -> float:
+        return abs(math.log(self.tok_s(v) / self.measured))
+
+
+def objective(samples: list[Sample], v: dict[str, float]) -> float:
+    """Mean |log(expected / measured)|: symmetric, and one wild row cannot dominate."""
+    return statistics.fmean(s.log_error(v) for s in samples)
+
+
+def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
+    """objective() as a function of the free values only, in a form cheap to call
+    thousands of times (indices instead of names, logs of the measurements taken once)."""
+    index = {p: i for i, p in enumerate(free)}
+    rows = []
+    for s in samples:
+        lin, base = s.linear, s.linear.const
+        for name, c in lin.slopes:
+            if name not in index:
+                base += c * fixed[name]
+        rows.append((math.log(s.tokens * 1e3 / s.measured), base, index[lin.m], lin.inv,
+                     tuple((index[n], b) for n, b in lin.formats), tuple((index[n], c) for n, c in lin.slopes
+                                                                         if n in index)))
+    lows, highs = [bounds(p)[0] for p in free], [bounds(p)[1] for p in free]
+
+    def f(x: list[float]) -> float:
+        x = [min(h, max(lo, xi)) for lo, h, xi in zip(lows, highs, x)]
+        total = 0.0
+        for logged, base, mi, inv, fmts, slopes in rows:
+            m = x[mi]
+            t = base + inv / m
+            for j, b in fmts:
+                t += b / (m * x[j])
+            for j, c in slopes:
+                t += c * x[j]
+            total += abs(logged - math.log(t)) if t > 0 else math.inf
+        return total / len(rows)
+
+    return f
+
+
+def fit(samples: list[Sample], start: dict[str, float]) -> dict[str, float]:
+    """The parameters the samples move, fitted within BOUNDS from `start`: a coarse
+    coordinate search (13 points per parameter, two sweeps) to find the basin, then a
+    bounded Nelder-Mead, restarted twice from its own best point, for correlated parameters."""
+    free = [p for p in start if any(p in s.linear.params for s in samples)]
+    if not free:
+        return dict(start)
+    f = _compiled(samples, free, start)
+    x = [start[p] for p in free]
+    for _ in range(2):
+        for i, p in enumerate(free):
+            lo, hi = bounds(p)
+            x[i] = min((lo + (hi - lo) * k / 12 for k in range(13)), key=lambda xi: f(x[:i] + [xi] + x[i + 1:]))
+    for _ in range(3):
+        x = _nelder_mead(f, x, [0.05 * (bounds(p)[1] - bounds(p)[0]) for p in free])
+    return start | dict(zip(free, _clip(free, x)))
+
+
+def _clip(names: list[str], x: list[float]) -> list[float]:
+    return [min(bounds(n)[1], max(bounds(n)[0], xi)) for n, xi in zip(names, x)]
+
+
+def _nelder_mead(f, x0: list[float], steps: list[float], evals: int = 3000, tol: float = 1e-10) -> list[float]:
+    """Minimise f from x0 (the textbook reflect / expand / contract / shrink rules)."""
+    simplex = [list(x0)] + [[xi + (steps[i] if i == j else 0.0) for j, xi in enumerate(x0)] for i in range(len(x0))]
+    scores = [f(x) for x in simplex]
+    for _ in range(evals):
+        order = sorted(range(len(simplex)), key=scores.__getitem__)
+        simplex, scores = [simplex[i] for i in order], [scores[i] for i in order]
+        if scores[-1] - scores[0] < tol:
+            break
+        centre = [sum(c) / (len(simplex) - 1) for c in zip(*simplex[:-1])]
+        line = list(zip(centre, simplex[-1]))
+
+        def towards(t: float, line=line) -> list[float]:  # the line from the centre (0) through the worst point (1)
+            return [c + t * (w - c) for c, w in line]
+
+        r = towards(-1.0)
+        fr = f(r)
+        if fr < scores[0]:
+            e = towards(-2.0)
+            fe = f(e)
+            simplex[-1], scores[-1] = (e, fe) if fe < fr else (r, fr)
+        elif fr < scores[-2]:
+            simplex[-1], scores[-1] = r, fr
+        else:
+            c = towards(0.5)
+            fc = f(c)
+            if fc < scores[-1]:
+                simplex[-1], scores[-1] = c, fc
+            else:
+                simplex = [simplex[0]] + [[b + 0.5 * (a - b) for a, b in zip(x, simplex[0])] for x in simplex[1:]]
+                scores = [scores[0]] + [f(x) for x in simplex[1:]]
+    return simplex[min(range(len(simplex)), key=scores.__getitem__)]
+
+
+def leave_one_source_out(samples: list[Sample], start: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Source -> the values fitted from `start` on the rows of every other source
+    (empty with fewer than two sources: nothing to hold out against)."""
+    sources = sorted({s.source for s in samples})
+    if len(sources) < 2:
+        return {}
+    return {src: fit([s for s in samples if s.source != src], start) for src in sources}
+
+
+def at_bounds(profile: EngineProfile, params: list[str]) -> list[str]:
+    """The parameters at (within 0.5 % of the range) or outside their bounds."""
+    out = []
+    for p in params:
+        lo, hi = bounds(p)
+        x, tol = value(profile, p), 0.005 * (hi - lo)
+        if x <= lo + tol or x >= hi - tol:
+            out.append(f"{p} = {x:g} (bounds {lo:g}..{hi:g})")
+    return out

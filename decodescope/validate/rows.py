@@ -1,0 +1,117 @@
+"""The published measurements (data/public.csv) and the deployment each ran
+(data/deployments.csv), read into cases the model can run. A row the model cannot run
+yet (a model that does not load, a GPU not in the database, no deployment mapped) is
+skipped with its reason, never fatal."""
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from decodescope.arch import Arch, load_arch
+from decodescope.errors import DecodescopeError
+from decodescope.model import Deployment, make_deployment, parse_format
+from decodescope.model.engines import EngineProfile
+from decodescope.model.predict import estimates
+
+DATA = Path(__file__).with_name("data")
+PUBLIC_COLUMNS = ("id", "value", "source_key")
+DEPLOYMENT_COLUMNS = ("id", "model", "gpu", "tp", "pp", "link", "weights", "kv", "engine", "batch", "context",
+                      "spec", "accept", "draft", "draft_weights", "compare", "note")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published measurement and the deployment it ran."""
+    id: str
+    source: str  # public.csv source_key: the rows of one publication
+    measured: float  # tok/s as published
+    total: bool  # the figure is all requests together (else per user)
+    accept_known: bool  # False: speculative row without an accept length (ceiling check only)
+    arch: Arch
+    deployment: Deployment
+    note: str
+
+    @property
+    def engine(self) -> str:
+        return self.deployment.engine.id
+
+    @property
+    def tokens(self) -> float:
+        """Tokens one round yields in the reported figure: accept length, times the batch for a total."""
+        d = self.deployment
+        return d.spec.accept_len * (d.batch if self.total else 1)
+
+    def expected_round_ms(self, profile: EngineProfile) -> float:
+        return estimates(self.arch, replace(self.deployment, engine=profile))[1].round_ms
+
+    def tok_s(self, profile: EngineProfile | None = None) -> tuple[float, float]:
+        """(ceiling, expected) tok/s as the row reports them, expected with `profile`
+        (default: the loaded one); the deployment itself is never changed."""
+        d = self.deployment if profile is None else replace(self.deployment, engine=profile)
+        ceiling, expected = estimates(self.arch, d)
+        if self.total:
+            return ceiling.tok_s_total, expected.tok_s_total
+        return ceiling.tok_s, expected.tok_s
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "reason": self.reason}
+
+
+def _read(path: Path, columns: tuple[str, ...]) -> list[dict]:
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise DecodescopeError(f"cannot read {path}: {e}", "restore the file from the repository") from None
+    missing = [c for c in columns if rows and c not in rows[0]]
+    if missing:
+        raise DecodescopeError(f"{path.name} lacks the column(s) {', '.join(missing)}",
+                               f"its header must name: {', '.join(columns)}")
+    return rows
+
+
+def _model(name: str, data: Path) -> str:
+    return str(data / name) if name.endswith(".json") else name
+
+
+def _case(pub: dict, dep: dict, data: Path) -> Case:
+    arch = load_arch(_model(dep["model"], data))
+    k = int(dep["spec"].split(":")[1]) if ":" in dep["spec"] else 0
+    known = bool(dep["accept"]) or not k
+    accept = float(dep["accept"]) if dep["accept"] else (k + 1 if k else None)  # unknown: the bound
+    d = make_deployment(arch, dep["gpu"], tp=int(dep["tp"]), pp=int(dep["pp"] or 1), weights=dep["weights"] or None,
+                        kv=dep["kv"] or None, batch=int(dep["batch"]), context=int(dep["context"]),
+                        spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
+                        draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None)
+    if dep["draft_weights"]:
+        d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
+    if dep["compare"] not in ("total", "per_user"):
+        raise DecodescopeError(f"compare '{dep['compare']}' is neither per_user nor total")
+    return Case(pub["id"], pub["source_key"], float(pub["value"]), dep["compare"] == "total", known, arch, d,
+                dep["note"])
+
+
+def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
+    """Every row of public.csv with a deployment the model can run, and the rest with why."""
+    pubs = {r["id"]: r for r in _read(data / "public.csv", PUBLIC_COLUMNS)}
+    deps = _read(data / "deployments.csv", DEPLOYMENT_COLUMNS)
+    cases, skipped = [], []
+    for dep in deps:
+        if dep["id"] not in pubs:
+            skipped.append(Skipped(dep["id"], "in deployments.csv but not in public.csv"))
+            continue
+        try:
+            cases.append(_case(pubs[dep["id"]], dep, data))
+        except DecodescopeError as e:
+            skipped.append(Skipped(dep["id"], e.what))
+        except Exception as e:  # noqa: BLE001 - a row the model cannot run yet is reported, never fatal
+            skipped.append(Skipped(dep["id"], f"{type(e).__name__}: {e}"))
+    mapped = {dep["id"] for dep in deps}
+    skipped += [Skipped(i, "no deployment in deployments.csv") for i in pubs if i not in mapped]
+    return tuple(cases), tuple(skipped)
