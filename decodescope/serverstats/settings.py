@@ -159,6 +159,7 @@ _SGLANG_DEFAULT_ATTN = re.compile(r"Attention backend not (?:specified|set)\. Us
 
 _VLLM_CONFIG = re.compile(r"engine \(v([^)\s]+)\) with config: ")
 _VLLM_VERSION = re.compile(r"vLLM API server version ([\w.+-]+)")
+_VLLM_ATTN = re.compile(r"\] Using ([\w -]+?) backend\b")  # `selector.py:51] Using XFormers backend.`
 
 
 def _vllm_args(kv: dict) -> dict:
@@ -264,6 +265,8 @@ def parse_line(line: str) -> tuple[str | None, dict]:
         return "vllm_version", {"engine": "vllm", "version": m[1]}
     if m := _SGLANG_DEFAULT_ATTN.search(line):
         return None, {"attention_backend": m[1]}
+    if "] Using " in line and (m := _VLLM_ATTN.search(line)):
+        return None, {"attention_backend": m[1]}
     if m := _LC_DEVICES.search(line):
         return "llamacpp_devices", {"engine": "llamacpp", "gpu_count": int(m[1]), "gpus": ()}
     if any(g in line for g in _LC_GATE):
@@ -316,7 +319,10 @@ def read_settings(lines: Iterable[str]) -> list[SettingsSegment]:
     for n, raw in enumerate(lines, 1):
         line = raw[:MAX_LINE].rstrip("\r\n")
         kind, updates = _device_line(run, line) or parse_line(line)
-        hits = [(rid, m) for rid, gate, rx in rules if gate in line and (m := rx.search(line))]
+        hits: dict[str, re.Match] = {}  # one per rule: a line may match several of its patterns
+        for rid, gate, rx in rules:
+            if rid not in hits and gate in line and (m := rx.search(line)):
+                hits[rid] = m
         if not (updates or hits):
             continue
         if run is None or (kind and kind in run.kinds and run.conflicts(updates)):
@@ -326,7 +332,7 @@ def read_settings(lines: Iterable[str]) -> list[SettingsSegment]:
             run.kinds.add(kind)
             run.devices_open = kind == "llamacpp_devices"
         run.apply(n, updates)
-        for rid, m in hits:  # a long line (ServerArgs) is quoted by its matching part only
+        for rid, m in hits.items():  # a long line (ServerArgs) is quoted by its matching part only
             run.note(rid, n, line.strip() if len(line) <= 500 else m[0][:500])
         run.last = n
     return [r.segment() for r in runs]
