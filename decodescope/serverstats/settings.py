@@ -153,6 +153,19 @@ def _sglang_args(line: str) -> dict:
 
 
 _SGLANG_DEFAULT_ATTN = re.compile(r"Attention backend not (?:specified|set)\. Use (\w+) backend by default")
+_SGLANG_WEIGHTS = re.compile(r"Load weight end\. type=\w+, dtype=(torch\.\w+)")
+_SGLANG_KV = re.compile(r"Using KV cache dtype: (torch\.\w+)")
+
+
+def _sglang_runtime(line: str) -> dict | None:
+    """Lines every SGLang rank prints while loading: the dtype loaded, the KV dtype, graph capture."""
+    if m := _SGLANG_WEIGHTS.search(line):
+        return {"engine": "sglang", "dtype": _dtype(m[1])}
+    if m := _SGLANG_KV.search(line):
+        return {"engine": "sglang", "kv_cache_dtype": _dtype(m[1])}
+    if "Capture cuda graph end" in line:  # decode CUDA graphs were captured: they are on
+        return {"engine": "sglang", "cuda_graphs": True}
+    return None
 
 
 # ---------------------------------------------------------------- vLLM
@@ -214,6 +227,7 @@ _LC_CTX = re.compile(_LC_CTX_PREFIX + r"n_ctx\s+= (\d+)")
 _LC_FA = re.compile(_LC_CTX_PREFIX + r"flash_attn\s+= (\w+)")
 _LC_KV = re.compile(r"type_k = '(\w+)', type_v = '(\w+)'|K \((\w+)\): +[\d.]+ MiB, V \((\w+)\)")
 _LC_DRAFT = re.compile(r"loading draft model '([^']+)'")
+_LC_LOAD = re.compile(r"load_model: loading model '([^']+)'")
 
 
 def _ftype(text: str) -> dict:
@@ -243,8 +257,10 @@ def _llamacpp(line: str) -> dict | None:
         return {"engine": "llamacpp", "model": m[1]}
     if m := _LC_DRAFT.search(line):
         return {"engine": "llamacpp", "spec_method": SpecMethod.DRAFT}
-    if m := _LC_BUILD.search(line):
+    if (m := _LC_BUILD.search(line)) and int(m[1]) > 0:  # "build: 0 (unknown)": a local build, no number
         return {"engine": "llamacpp", "version": f"b{m[1]}"}
+    if m := _LC_LOAD.search(line):
+        return {"engine": "llamacpp", "model": m[1]}
     return None
 
 
@@ -267,6 +283,9 @@ def parse_line(line: str) -> tuple[str | None, dict]:
         return None, {"attention_backend": m[1]}
     if "] Using " in line and (m := _VLLM_ATTN.search(line)):
         return None, {"attention_backend": m[1]}
+    if ("Load weight end" in line or "KV cache dtype" in line or "Capture cuda graph" in line) and (
+            u := _sglang_runtime(line)):
+        return None, u
     if m := _LC_DEVICES.search(line):
         return "llamacpp_devices", {"engine": "llamacpp", "gpu_count": int(m[1]), "gpus": ()}
     if any(g in line for g in _LC_GATE):
@@ -276,7 +295,7 @@ def parse_line(line: str) -> tuple[str | None, dict]:
 
 # cheap substring tests before any llama.cpp regex: most lines of a long log are none of these
 _LC_GATE = ("offloaded", "n_ctx", "flash_attn", "type_k", "MiB, V (", "file type", "ftype", "meta data",
-            "draft model", "build", "version")
+            "draft model", "build", "version", "loading model")
 
 
 # ---------------------------------------------------------------- the stream

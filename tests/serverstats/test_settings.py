@@ -41,13 +41,19 @@ EXPECTED = {
         quantization="bitsandbytes", spec_method="none", cuda_graphs=True, context=32768),
     "vllm-0.9.0-nondefault.log": dict(  # non-default args: {..., 'dtype': 'bfloat16', ...}; no model key
         engine="vllm", version="0.9.0.1", dtype="bf16"),
+    "vllm-0.9.2-apiserver-rocm-tp8.log": dict(  # non-default args cut inside compilation_config
+        engine="vllm", version="0.9.2rc2.dev1221+ga4eaba3e8", model="Qwen/Qwen3-8B", tp=8, kv_cache_dtype="fp8"),
     "vllm-0.8.0-attention-fallback-t4.log": dict(attention_backend="XFormers"),  # "Using XFormers backend."
     "vllm-0.4.3-attention-fallback.log": dict(attention_backend="XFormers"),
     "sglang-0.2-gptq-tp2.log": dict(  # dtype='auto' and context_length=None state nothing; cut after tp_size
         engine="sglang", model="qwen/Qwen2-57B-A14B-Instruct-GPTQ-Int4", quantization="gptq", tp=2),
     "sglang-0.5.4-ngram-cut.log": dict(  # cut before tp_size and speculative_algorithm: neither is known
         engine="sglang", model="/shared/public/elr-models/Qwen/Qwen3-4B/1cfa9a7208912126459214e8b04321603b3df60c/"),
-    "sglang-2026-custom-ar-8gpu.log": dict(),  # warnings only
+    "sglang-2026-custom-ar-8gpu.log": dict(),
+    "sglang-0.4-tp2-graphs.log": dict(  # "Load weight end. ... dtype=torch.bfloat16", "Capture cuda graph end"
+        engine="sglang", dtype="bf16", cuda_graphs=True),
+    "sglang-2025-pp4-fp16.log": dict(  # dtype=torch.float16, "Using KV cache dtype: torch.float16"
+        engine="sglang", dtype="fp16", kv_cache_dtype="fp16"),  # warnings only
     "reference-sglang-qwen3.6-27b.log": dict(),  # a warning and decode statistics only
     "llamacpp-b5000-cpu-only.log": dict(  # offloaded 0/29, n_ctx = 4096, flash_attn = 0, type_k = 'f16'
         engine="llamacpp", offloaded_layers=0, total_layers=29, context=4096, attention_backend="flash_attn=0",
@@ -67,6 +73,9 @@ EXPECTED = {
         engine="llamacpp", gpus=["NVIDIA GeForce RTX 4080"], gpu_count=1, offloaded_layers=31, total_layers=31,
         context=512, attention_backend="flash_attn=0", kv_cache_dtype="fp16"),
     "ollama-llamacpp-q4km.log": dict(engine="llamacpp", quantization="Q4_K - Medium"),
+    "llamacpp-server-2025-devstral.log": dict(  # "build: 0 (unknown)" states no build number
+        engine="llamacpp", model="mistralai_Devstral-Small-2507-Q2_K_L.gguf", gpus=["NVIDIA GeForce RTX 4070 SUPER"],
+        gpu_count=1),
     "llama-cpp-python-4070super.log": dict(
         engine="llamacpp", gpus=["NVIDIA GeForce RTX 4070 SUPER"], gpu_count=1,
         model="E:\\.lmstudio\\models\\Qwen\\Qwen2.5-Coder-7B-Instruct-GGUF\\qwen2.5-coder-7b-instruct-q4_k_m.gguf"),
@@ -103,7 +112,7 @@ def test_settings_accuracy_over_all_excerpts():
         right += sum(got[k] == v for k, v in want.items())
         invented += sum(v is not None and k not in want for k, v in got.items())
     assert (stated, right, invented) == (stated, stated, 0)
-    assert stated == 122  # the sum of the field counts above
+    assert stated == 137  # the sum of the field counts above
 
 
 def test_a_restart_with_other_settings_opens_a_segment():
