@@ -336,6 +336,9 @@ def read_settings(lines: Iterable[str]) -> list[SettingsSegment]:
     runs: list[_Run] = []
     run = None
     for n, raw in enumerate(lines, 1):
+        # most lines of a long log are statistics or requests, never start-up lines: four substring tests
+        if "Decode batch" in raw or "Prefill batch" in raw or "throughput" in raw or "HTTP/1.1" in raw:
+            continue
         line = raw[:MAX_LINE].rstrip("\r\n")
         kind, updates = _device_line(run, line) or parse_line(line)
         hits: dict[str, re.Match] = {}  # one per rule: a line may match several of its patterns
