@@ -26,6 +26,7 @@ class SpecMethod(StrEnum):
     DRAFT = "draft"
     NGRAM = "ngram"
     MEDUSA = "medusa"
+    DFLASH = "dflash"  # block-diffusion drafter, one parallel draft pass (vLLM and SGLang, 2026)
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class SettingsSegment:
 _DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
            "float32": "fp32", "float": "fp32", "fp32": "fp32", "f16": "fp16", "f32": "fp32"}
 _SGLANG_SPEC = {"EAGLE": SpecMethod.EAGLE, "EAGLE3": SpecMethod.EAGLE3, "NEXTN": SpecMethod.MTP,
-                "MTP": SpecMethod.MTP, "STANDALONE": SpecMethod.DRAFT, "NGRAM": SpecMethod.NGRAM,
+                "MTP": SpecMethod.MTP, "STANDALONE": SpecMethod.DRAFT, "NGRAM": SpecMethod.NGRAM, "DFLASH": SpecMethod.DFLASH,
                 "LOOKAHEAD": SpecMethod.NGRAM}
 
 
@@ -112,7 +113,7 @@ def _vllm_spec(v) -> dict:
     kv = v if isinstance(v, dict) else pyrepr.call_args(str(v), "SpeculativeConfig") or {}
     method = str(kv.get("method") or "").lower()
     draft = str(kv.get("draft_model") or kv.get("model") or "")
-    if method in ("eagle", "eagle3", "medusa", "ngram"):
+    if method in ("eagle", "eagle3", "medusa", "ngram", "dflash"):
         spec = SpecMethod(method)
     elif method == "mtp" or method.endswith("_mtp"):
         spec = SpecMethod.MTP

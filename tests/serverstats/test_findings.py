@@ -54,6 +54,10 @@ def test_custom_allreduce_off_counts_every_rank():
     assert "more than two PCIe-only GPUs" in f.evidence
     # gpus.toml pcie-switch: NCCL 19.4 us - one-shot 4.0 us = +15.4 us per allreduce
     assert f.cost.startswith("+15.4 µs per allreduce")
+    # vLLM 0.24 on 4 x RTX 3090 (TP 4) with the custom allreduce switched off in the engine config
+    _, found = _found("vllm-0.24.0-mtp3-tp4-fp8.log")
+    assert [(f.id, f.line, f.evidence) for f in found] == [
+        (FindingId.CUSTOM_ALLREDUCE_OFF, 1, "disable_custom_all_reduce=True")]
 
 
 def test_attention_fallback():

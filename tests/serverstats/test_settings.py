@@ -43,6 +43,12 @@ EXPECTED = {
         engine="vllm", version="0.9.0.1", dtype="bf16"),
     "vllm-0.9.2-apiserver-rocm-tp8.log": dict(  # non-default args cut inside compilation_config
         engine="vllm", version="0.9.2rc2.dev1221+ga4eaba3e8", model="Qwen/Qwen3-8B", tp=8, kv_cache_dtype="fp8"),
+    "vllm-0.20.2-dflash-tp2.log": dict(  # non-default args, then the V1 engine line (cut after load_format)
+        engine="vllm", version="0.20.2rc1.dev9+g01d4d1ad3", model="~/.cache/huggingface/qwen3.6-27b-autoround-int4",
+        tp=2, dtype="bf16", quantization="auto_round", spec_method="dflash", spec_steps=5, context=185000),
+    "vllm-0.24.0-mtp3-tp4-fp8.log": dict(  # SpeculativeConfig(method='mtp', ..., num_spec_tokens=3)
+        engine="vllm", version="0.24.0", model="~/.cache/huggingface/qwen3.6-27b-fp8", tp=4, pp=1, dp=1, dtype="bf16",
+        quantization="fp8", kv_cache_dtype="fp8", spec_method="mtp", spec_steps=3, cuda_graphs=True, context=262144),
     "vllm-0.8.0-attention-fallback-t4.log": dict(attention_backend="XFormers"),  # "Using XFormers backend."
     "vllm-0.4.3-attention-fallback.log": dict(attention_backend="XFormers"),
     "sglang-0.2-gptq-tp2.log": dict(  # dtype='auto' and context_length=None state nothing; cut after tp_size
@@ -112,7 +118,7 @@ def test_settings_accuracy_over_all_excerpts():
         right += sum(got[k] == v for k, v in want.items())
         invented += sum(v is not None and k not in want for k, v in got.items())
     assert (stated, right, invented) == (stated, stated, 0)
-    assert stated == 137  # the sum of the field counts above
+    assert stated == 159  # the sum of the field counts above
 
 
 def test_a_restart_with_other_settings_opens_a_segment():
@@ -138,5 +144,10 @@ def test_model_args_from_a_log():
     assert model_args(_read("vllm-0.7.1-v0-tp2.log")[0].settings) == {
         "model": "/media/data1/sparks_openai_api/hf_models/Qwen2.5-VL-7B-Instruct", "tp": 2, "pp": 1,
         "weights": "bf16", "spec": "none", "engine": "vllm"}
+    assert model_args(_read("vllm-0.24.0-mtp3-tp4-fp8.log")[0].settings) == {
+        "model": "~/.cache/huggingface/qwen3.6-27b-fp8", "tp": 4, "pp": 1, "weights": "fp8", "kv": "fp8",
+        "spec": "mtp:3", "engine": "vllm"}
+    # DFlash has no `model --spec` form: left out, the rest stays
+    assert "spec" not in model_args(_read("vllm-0.20.2-dflash-tp2.log")[0].settings)
     assert model_args(_read("ollama-llamacpp-q4km.log")[0].settings) == {"weights": "q4_k_m", "engine": "llamacpp"}
     assert model_args(_read("llamafile-rtx4080.log")[0].settings) == {"kv": "fp16", "engine": "llamacpp"}
