@@ -35,6 +35,9 @@ def test_partial_offload_as_share_of_layers():
     assert [(f.id, f.line, f.evidence) for f in found] == [
         (FindingId.PARTIAL_OFFLOAD, 11, "offloaded 0/35 layers to GPU")]
     assert found[0].cost.startswith("35 of 35 layers (100 %) run on the CPU")  # 35 - 0 = 35 on the CPU
+    _, found = _found("llm-llama-cpp-2023-1of35.log")  # offloaded 1/35 on line 4: 34 of 35 on the CPU = 97 %
+    assert [(f.id, f.line) for f in found] == [(FindingId.PARTIAL_OFFLOAD, 4)]
+    assert found[0].cost.startswith("34 of 35 layers (97 %) run on the CPU")
     _, full = _found("ik-llamacpp-a6000-full-offload.log")  # 62/62: nothing on the CPU
     assert full == []
 

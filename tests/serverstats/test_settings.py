@@ -78,6 +78,14 @@ EXPECTED = {
     "llamafile-rtx4080.log": dict(
         engine="llamacpp", gpus=["NVIDIA GeForce RTX 4080"], gpu_count=1, offloaded_layers=31, total_layers=31,
         context=512, attention_backend="flash_attn=0", kv_cache_dtype="fp16"),
+    "llm-llama-cpp-2023-1of35.log": dict(engine="llamacpp", offloaded_layers=1, total_layers=35),
+    "llamacpp-b1971-iq2-cpu.log": dict(  # "main: build = 1971", "model ftype = IQ2_XSS - 2.0625 bpw"
+        engine="llamacpp", version="b1971", quantization="IQ2_XSS - 2.0625 bpw", offloaded_layers=0, total_layers=33,
+        context=512, kv_cache_dtype="fp16"),
+    "ik-llamacpp-7-mixed-gpus.log": dict(
+        engine="llamacpp", gpu_count=7,
+        gpus=["NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090",
+              "NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090", "NVIDIA RTX A6000"]),
     "ollama-llamacpp-q4km.log": dict(engine="llamacpp", quantization="Q4_K - Medium"),
     "llamacpp-server-2025-devstral.log": dict(  # "build: 0 (unknown)" states no build number
         engine="llamacpp", model="mistralai_Devstral-Small-2507-Q2_K_L.gguf", gpus=["NVIDIA GeForce RTX 4070 SUPER"],
@@ -118,7 +126,7 @@ def test_settings_accuracy_over_all_excerpts():
         right += sum(got[k] == v for k, v in want.items())
         invented += sum(v is not None and k not in want for k, v in got.items())
     assert (stated, right, invented) == (stated, stated, 0)
-    assert stated == 159  # the sum of the field counts above
+    assert stated == 172  # the sum of the field counts above
 
 
 def test_a_restart_with_other_settings_opens_a_segment():
