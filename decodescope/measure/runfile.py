@@ -21,7 +21,7 @@ import gzip
 import json
 import math
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from decodescope.errors import DecodescopeError
