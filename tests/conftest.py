@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -183,3 +184,21 @@ def measure(tmp_path):
         return Measured(r.exit_code, r.stdout, r.stderr, error, out)
 
     return run
+
+
+def run_cli(args: list[str], limit_s: float, env: dict | None = None) -> tuple[int, str, float, float]:
+    """(exit status, stderr, peak RSS in MB, seconds) of `python -m decodescope ARGS`, killed after limit_s."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "decodescope", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ | (env or {}),
+    )
+    timer = threading.Timer(limit_s, proc.kill)
+    timer.start()
+    stderr = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this child alone
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, stderr, usage.ru_maxrss / 1024, time.monotonic() - t0  # ru_maxrss: KiB on Linux

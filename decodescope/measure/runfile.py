@@ -82,6 +82,7 @@ def _finite(x):
 MAX_LINE_BYTES = 16 * 2**20  # a request line with 100k gaps is ~2 MB
 MAX_COUNT = 10**9  # tokens, chars, indices: larger is no count
 PROBLEMS_KEPT = 5
+MAX_ERROR_CHARS = 1000  # of a request's error kept in memory; the client writes ~500
 
 
 def _num(v) -> bool:
@@ -212,6 +213,8 @@ def read_run(path: str | Path) -> Run:
         if why:
             lines.bad(why)
         elif kind == "request":
+            if obj["error"]:
+                obj["error"] = obj["error"][:MAX_ERROR_CHARS]  # memory: the summary needs only the kind
             requests.append(RequestResult.from_dict(obj))
         elif kind == "summary":
             saved = obj

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, free_port, start, stop
+from conftest import ROOT, free_port, run_cli, start, stop
 
 from decodescope.measure.runfile import read_run
 
@@ -179,25 +179,11 @@ def test_a_metrics_url_that_fails_is_reported_without_its_password(hostile, tmp_
 # --- in their own process: peak memory and signals -------------------------------------
 
 
-def run_cli(args: list[str], limit_s: float) -> tuple[int, str, float, float]:
-    """(exit status, stderr, peak RSS in MB, seconds) of `python -m decodescope ARGS`."""
-    t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "decodescope", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=os.environ | ENV)
-    timer = threading.Timer(limit_s, proc.kill)
-    timer.start()
-    stderr = proc.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this child alone
-    timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr, usage.ru_maxrss / 1024, time.monotonic() - t0  # ru_maxrss: KiB on Linux
-
-
 @pytest.mark.parametrize("case,kind", [("burst", "overlong"), ("noblank", "oversized"), ("huge_event", "oversized")])
 def test_memory_stays_bounded_against_a_flood(case, kind, hostile, tmp_path):
     out = tmp_path / "run.jsonl"
     args = ["measure", f"{hostile}/{case}", "--model", "m", *ONE, "--request-timeout", "20", "--out", str(out)]
-    code, stderr, peak_mb, seconds = run_cli(args, 25)
+    code, stderr, peak_mb, seconds = run_cli(args, 25, ENV)
     assert code == 1 and "Traceback" not in stderr, stderr
     run = read_run(out)
     assert len(run.requests) == 1, (run.problems, out.read_text()[:2000])
