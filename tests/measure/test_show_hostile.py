@@ -106,7 +106,7 @@ def test_a_file_that_is_no_run_is_one_clear_error(content, tmp_path):
     path.write_bytes(content)
     with pytest.raises(DecodescopeError, match="run.file"):
         read_run(path)
-    code, _, stderr = show_json(path)
+    code, _, _ = show_json(path)
     assert code != 0
 
 
@@ -118,7 +118,7 @@ def test_show_memory_does_not_follow_the_file_size(real_run, tmp_path):
     big = tmp_path / "big.jsonl"
     with big.open("w") as f:
         f.write("\n".join(lines[:-1]) + "\n")
-        for i in range(50):
+        for _ in range(50):
             f.write(failed + "\n" + "junk " * 200_000 + "\n")  # 1 MB + 1 MB per round
         f.write(lines[-1] + "\n")
     assert big.stat().st_size > 100e6
