@@ -186,19 +186,33 @@ def measure(tmp_path):
     return run
 
 
+# the child's own high-water mark, read as it exits: ru_maxrss would also count the
+# pytest process it was forked from
+_PEAK = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
+    "    sys.stderr.write(f'\\nPEAK_KB {kb}\\n')\n"
+    "atexit.register(peak)\n"
+    "runpy.run_module('decodescope', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def run_cli(args: list[str], limit_s: float, env: dict | None = None) -> tuple[int, str, float, float]:
     """(exit status, stderr, peak RSS in MB, seconds) of `python -m decodescope ARGS`, killed after limit_s."""
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "decodescope", *args],
+        [sys.executable, "-c", _PEAK, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=os.environ | (env or {}),
     )
     timer = threading.Timer(limit_s, proc.kill)
     timer.start()
-    stderr = proc.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this child alone
-    timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr, usage.ru_maxrss / 1024, time.monotonic() - t0  # ru_maxrss: KiB on Linux
+    try:
+        stderr = proc.communicate()[1].decode(errors="replace")
+    finally:
+        timer.cancel()
+    stderr, _, peak_kb = stderr.rpartition("\nPEAK_KB ")
+    peak_mb = int(peak_kb) / 1024 if peak_kb.strip().isdigit() else float("inf")  # none: killed
+    return proc.returncode, stderr, peak_mb, time.monotonic() - t0
