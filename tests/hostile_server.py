@@ -11,6 +11,7 @@ header back, as a careless server does, so a test can look for the key in every 
   ok                 a normal stream: 4 text chunks, usage, [DONE]
   slow               20 text chunks 50 ms apart
   echo401            401, the body quoting the Authorization header (also /v1/models)
+  trickle            /v1/models sends one byte every 0.1 s, for ever
   error_event        one text chunk, then an error event quoting the header
   garbage_status     "HTTP/1.1 abc" and nothing sensible after
   big_header         200 with a 20 KB header line
@@ -101,6 +102,11 @@ async def route(c: Conn, method: str, path: str, headers: dict) -> None:
     if path.endswith("/v1/models"):
         if case == "echo401":
             return await c.whole("401 Unauthorized", json.dumps({"error": f"bad header {auth}"}).encode())
+        if case == "trickle":  # a byte every 0.1 s, for ever: never silent long enough for a read timeout
+            await c.head("200 OK", {"Content-Type": "application/json"})
+            while True:
+                await c.send(b" ")
+                await asyncio.sleep(0.1)
         return await c.whole("200 OK", json.dumps({"data": [{"id": "hostile"}]}).encode())
     if path == "/metrics":
         return await c.whole("200 OK", b"# TYPE vllm:generation_tokens counter\nvllm:generation_tokens 0\n")

@@ -165,7 +165,13 @@ def _first_model(root: str, headers: dict, timeout_s: float) -> str:
 
     async def first():
         async with open_session(1, timeout_s) as session:
-            return (await list_models(session, root, headers))[0]
+            try:  # a deadline of its own: a body that trickles forever never trips the read timeout
+                async with asyncio.timeout(timeout_s):
+                    return (await list_models(session, root, headers))[0]
+            except TimeoutError:
+                raise DecodescopeError(
+                    f"GET {root}/v1/models did not finish within --timeout {timeout_s:g} s", "pass --model NAME"
+                ) from None
 
     return asyncio.run(first())
 

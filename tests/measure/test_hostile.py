@@ -155,6 +155,11 @@ def test_models_401_echoing_the_key_is_one_error_without_it(hostile, tmp_path):
     assert_no_leak(ran)
 
 
+def test_a_model_list_that_trickles_for_ever_is_one_error_after_timeout(hostile, tmp_path):
+    ran = measure(f"{hostile}/trickle", tmp_path, *ONE[:-2], "--timeout", "1", limit_s=10)
+    assert "did not finish within --timeout 1 s" in str(ran.exception) and ran.seconds < 8
+
+
 def test_credentials_in_options_never_reach_the_run_file_or_show(hostile, tmp_path):
     port = hostile.rsplit(":", 1)[1]
     metrics = f"http://scraper:pw-{CANARY}@127.0.0.1:{port}/metrics"

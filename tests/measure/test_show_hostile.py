@@ -5,6 +5,7 @@ at all is one clear error; memory does not follow the file's size."""
 import gzip
 import json
 import os
+import threading
 
 import pytest
 from click.testing import CliRunner
@@ -89,6 +90,19 @@ def test_a_gzipped_run_file_shows_as_the_plain_one(real_run, tmp_path):
     _, shown, _ = show_json(packed)
     _, clean, _ = show_json(real_run)
     assert shown["skipped_lines"] == 0 and shown["suites"] == clean["suites"]
+
+
+def test_a_gzipped_run_file_through_a_pipe_shows_whole(real_run, tmp_path):
+    """As `show <(ssh host cat run.jsonl.gz)` does: the gzip sniff peeks, it does not consume."""
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(gzip.compress(real_run.read_bytes())), daemon=True)
+    writer.start()
+    _, shown, stderr = show_json(fifo)
+    writer.join(10)
+    _, clean, _ = show_json(real_run)
+    assert shown is not None, stderr
+    assert shown["skipped_lines"] == 0 and shown["suites"] == clean["suites"] and shown["complete"]
 
 
 def test_a_truncated_gzip_keeps_what_came_before_the_damage(real_run, tmp_path):
