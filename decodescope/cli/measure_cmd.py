@@ -133,7 +133,7 @@ def measure(**opts):
     writer.close()
     _report(outcome, out_path, opts["as_json"])
     if outcome.interrupted:
-        sys.exit(128 + outcome.signal)  # 130 on Ctrl-C, 143 on SIGTERM
+        sys.exit(128 + outcome.stop_signal)  # 130 on Ctrl-C, 143 on SIGTERM
     if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
         sys.exit(1)
 

@@ -60,7 +60,7 @@ class Outcome:
     requests: list[RequestResult] = field(default_factory=list)
     samples: list[dict] = field(default_factory=list)
     interrupted: bool = False
-    signal: int = signal.SIGINT  # the signal that interrupted the run (exit status 128 + it)
+    stop_signal: int = signal.SIGINT  # the signal that interrupted the run (exit status 128 + it)
     summary: dict = field(default_factory=dict)
 
 
@@ -140,7 +140,7 @@ class Runner:
         if self.out.interrupted:
             os._exit(128 + sig)  # second Ctrl-C: every finished request is already on disk
         self.out.interrupted = True
-        self.out.signal = int(sig)
+        self.out.stop_signal = int(sig)
         self.on_warning("interrupted: recording in-flight requests as cancelled (Ctrl-C again quits at once)")
         if self._load:
             self._load.stop()
