@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -183,3 +184,35 @@ def measure(tmp_path):
         return Measured(r.exit_code, r.stdout, r.stderr, error, out)
 
     return run
+
+
+# the child's own high-water mark, read as it exits: ru_maxrss would also count the
+# pytest process it was forked from
+_PEAK = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    kb = next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM'))\n"
+    "    sys.stderr.write(f'\\nPEAK_KB {kb}\\n')\n"
+    "atexit.register(peak)\n"
+    "runpy.run_module('decodescope', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def run_cli(args: list[str], limit_s: float, env: dict | None = None) -> tuple[int, str, float, float]:
+    """(exit status, stderr, peak RSS in MB, seconds) of `python -m decodescope ARGS`, killed after limit_s."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PEAK, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=os.environ | (env or {}),
+    )
+    timer = threading.Timer(limit_s, proc.kill)
+    timer.start()
+    try:
+        stderr = proc.communicate()[1].decode(errors="replace")
+    finally:
+        timer.cancel()
+    stderr, _, peak_kb = stderr.rpartition("\nPEAK_KB ")
+    peak_mb = int(peak_kb) / 1024 if peak_kb.strip().isdigit() else float("inf")  # none: killed
+    return proc.returncode, stderr, peak_mb, time.monotonic() - t0

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from decodescope.errors import DecodescopeError
+from decodescope.measure import redact
 
 
 def _numbers(kind):
@@ -54,6 +55,20 @@ def _numbers(kind):
     show_default=True,
     help="s of silence before a request fails.",
 )
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    help="s a whole request may take. Default: --timeout + max tokens / 2 tok/s (188 s at the defaults).",
+)
+@click.option(
+    "--follow-redirects",
+    type=click.Choice(["none", "same-host", "any"]),
+    default="none",
+    flag_value="same-host",
+    is_flag=False,
+    show_default=True,
+    help="Follow 307/308 redirects; alone: to the same host only.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
 @click.option("--server-log", type=click.Path(exists=True, dir_okay=False), help="Tail this server log during the run.")
 @click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
@@ -80,9 +95,12 @@ def measure(**opts):
         raise DecodescopeError("--concurrency and --rate are two load modes", "pass one of them")
     root = base_url(opts["url"])
     headers = _auth_headers(opts["api_key_env"])
+    _register_secrets(opts["extra_body"], opts["metrics_url"])
     model = opts["model"] or _first_model(root, headers, opts["timeout"])
-    endpoint = Endpoint(root, opts["api"], model, headers)
-    sampling = Sampling(opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]))
+    endpoint = Endpoint(root, opts["api"], model, headers, opts["follow_redirects"])
+    sampling = Sampling(
+        opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]), opts["request_timeout"]
+    )
     loaded = tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
     levels = (
         tuple(runner.Level(None, r) for r in opts["rate"])
@@ -106,13 +124,16 @@ def measure(**opts):
     writer = RunWriter(out_path, _header(opts, root, model, loaded))
     try:
         outcome = _run(plan, writer, tokenizer, opts["as_json"])
+    except DecodescopeError as e:  # e.g. a --metrics-url that fails: said without its password
+        writer.discard_if_empty()
+        raise DecodescopeError(redact.text(e.what), redact.text(e.fix)) from None
     except BaseException:
         writer.discard_if_empty()
         raise
     writer.close()
     _report(outcome, out_path, opts["as_json"])
     if outcome.interrupted:
-        sys.exit(130)
+        sys.exit(128 + outcome.stop_signal)  # 130 on Ctrl-C, 143 on SIGTERM
     if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
         sys.exit(1)
 
@@ -124,7 +145,19 @@ def _auth_headers(env_name: str | None) -> dict:
         raise DecodescopeError(
             f"--api-key-env {env_name}: that environment variable is not set", f"export {env_name}=..."
         )
+    redact.register(key)
     return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def _register_secrets(extra_body: str | None, metrics_url: str | None) -> None:
+    """Mask a password in --metrics-url and a key inside --extra-body wherever they would show."""
+    if metrics_url:
+        redact.url(metrics_url)
+    if extra_body:
+        try:
+            redact.register_in(json.loads(extra_body))
+        except (ValueError, RecursionError):
+            pass  # not JSON: _extra_body says so
 
 
 def _first_model(root: str, headers: dict, timeout_s: float) -> str:
@@ -132,7 +165,13 @@ def _first_model(root: str, headers: dict, timeout_s: float) -> str:
 
     async def first():
         async with open_session(1, timeout_s) as session:
-            return (await list_models(session, root, headers))[0]
+            try:  # a deadline of its own: a body that trickles forever never trips the read timeout
+                async with asyncio.timeout(timeout_s):
+                    return (await list_models(session, root, headers))[0]
+            except TimeoutError:
+                raise DecodescopeError(
+                    f"GET {root}/v1/models did not finish within --timeout {timeout_s:g} s", "pass --model NAME"
+                ) from None
 
     return asyncio.run(first())
 
@@ -179,7 +218,7 @@ def _header(opts: dict, root: str, model: str, loaded) -> dict:
         "suites": [s.name for s in loaded],
         "start_time": datetime.now(UTC).isoformat(timespec="seconds"),
         "start_unix_s": time.time(),
-        "options": options,  # never the API key: only the name of its variable is an option
+        "options": redact.mapping(options),  # never a credential: the key's variable name, URLs without passwords
     }
 
 
@@ -191,7 +230,7 @@ def _run(plan, writer, tokenizer, as_json: bool):
     err = Console(stderr=True)
 
     def warn(msg: str) -> None:
-        err.print(msg, style="yellow", markup=False, highlight=False)
+        err.print(redact.text(msg), style="yellow", markup=False, highlight=False)
 
     if as_json or not err.is_terminal:
         return run_loop(Runner(plan, writer, tokenizer, None, warn).run())

@@ -14,7 +14,9 @@ import aiohttp
 from yarl import URL
 
 from decodescope.errors import DecodescopeError
+from decodescope.measure import redact, redirects
 from decodescope.measure.arrival import read_stamped
+from decodescope.measure.bounds import Guard, request_deadline_s
 from decodescope.measure.stream import StreamAccumulator
 from decodescope.measure.suites import Prompt
 from decodescope.measure.tokens import count_tokens
@@ -28,6 +30,7 @@ class Endpoint:
     api: str  # "chat" or "completions"
     model: str
     headers: dict = field(default_factory=dict, repr=False)  # may hold the API key: never saved
+    redirects: str = "none"  # follow 307/308: "none", "same-host" or "any"
 
     @property
     def url(self) -> str:
@@ -40,6 +43,7 @@ class Sampling:
     temperature: float
     timeout_s: float  # connect, and longest silence between two socket reads
     extra_body: dict = field(default_factory=dict)  # server-specific fields, e.g. {"ignore_eos": true}
+    request_timeout_s: float | None = None  # whole request; None: from max_tokens (bounds.py)
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,9 @@ class RequestResult:
     concurrency: int | None
     rate: float | None
     ok: bool
-    error_kind: str | None  # connection, http, timeout, dropped, malformed, server_error, no_tokens, cancelled, client
+    # connection, http, timeout, dropped, malformed, server_error, no_tokens, cancelled, client,
+    # deadline (past --request-timeout), overlong (past max_tokens), oversized (an SSE event too big)
+    error_kind: str | None
     error: str | None
     http_status: int | None
     start_s: float  # request sent, s since the run started
@@ -106,7 +112,7 @@ def base_url(url: str) -> str:
 def open_session(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=concurrency or 0)  # 0: no cap, for open-loop rates
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout_s, sock_read=timeout_s)
-    return aiohttp.ClientSession(connector=connector, timeout=timeout)
+    return aiohttp.ClientSession(connector=connector, timeout=timeout, trace_configs=[redirects.trace_config()])
 
 
 async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) -> list[str]:
@@ -114,11 +120,11 @@ async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) 
         async with session.get(root + "/v1/models", headers=headers) as resp:
             if resp.status != 200:
                 body = (await resp.text(errors="replace"))[:300]
-                raise DecodescopeError(f"GET {root}/v1/models: HTTP {resp.status}: {body}", "pass --model NAME")
+                raise DecodescopeError(redact.text(f"GET {root}/v1/models: HTTP {resp.status}: {body}"), "pass --model NAME")
             data = await resp.json(content_type=None)
     except (TimeoutError, aiohttp.ClientError, ValueError) as e:  # ValueError: not JSON
         raise DecodescopeError(
-            f"cannot list models at {root}/v1/models: {e!r}", "check the URL, or pass --model NAME"
+            f"cannot list models at {root}/v1/models: {redact.describe(e)}", "check the URL, or pass --model NAME"
         ) from e
     listed = data.get("data") if isinstance(data, dict) else None
     ids = [m["id"] for m in listed or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
@@ -150,8 +156,13 @@ async def send_request(
     clock = time.perf_counter_ns
     for attempt in (1, 2):
         t0 = clock()  # a second attempt starts the timing over
-        acc = StreamAccumulator(endpoint.api, t0)
-        status, stale = await _attempt(session, endpoint, body, sampling, acc, clock)
+        max_tokens = body.get("max_tokens") if type(body.get("max_tokens")) is int else None
+        acc = StreamAccumulator(endpoint.api, t0, max_tokens)
+        guard = Guard(acc, request_deadline_s(max_tokens, sampling.timeout_s, sampling.request_timeout_s))
+        try:
+            status, stale = await _attempt(session, endpoint, body, sampling, acc, clock, guard.feed)
+        finally:
+            guard.close()
         if not (stale and attempt == 1):
             break
     t_end = clock()
@@ -160,35 +171,40 @@ async def send_request(
     return build_result(job, acc, tokens, status, run_t0_ns, t_end, resent=attempt == 2)
 
 
-async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, acc: StreamAccumulator, clock):
-    """One POST, its stream fed to acc. Returns (HTTP status, stale): stale when a pooled
-    connection failed before any answer — the server had closed it after the last
-    response (llama-server does, keep-alive header or not) — so sending again is safe."""
+async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, acc: StreamAccumulator, clock, feed):
+    """One POST, its stream fed to acc (through feed). Returns (HTTP status, stale): stale
+    when a pooled connection failed before any answer — the server had closed it after the
+    last response (llama-server does, keep-alive header or not) — so sending again is safe."""
     status = None
+    ctx = redirects.request_ctx(endpoint.redirects)
     try:
-        async with session.post(endpoint.url, json=body, headers=endpoint.headers) as resp:
+        async with session.post(
+            endpoint.url, json=body, headers=endpoint.headers, **redirects.post_kwargs(endpoint.redirects, ctx)
+        ) as resp:
             status = resp.status
             if status != 200:
-                text = await resp.text(errors="replace")
-                acc.fail("http", f"HTTP {status}: {text[:500]}")
+                text = b""  # its start says why; a body may be endless
+                while len(text) < 4096 and (piece := await resp.content.read(4096 - len(text))):
+                    text += piece
+                acc.fail("http", f"HTTP {status}: {redirects.location(resp)}{text.decode(errors='replace')[:500]}")
             else:
-                await read_stamped(resp, acc.feed, clock)
-    except asyncio.CancelledError:  # only the load runner cancels, on Ctrl-C: keep the request
+                await read_stamped(resp, feed, clock)
+    except asyncio.CancelledError:  # Ctrl-C / SIGTERM (the load runner), or the Guard: keep the request
         asyncio.current_task().uncancel()
-        acc.fail("cancelled", "interrupted (Ctrl-C) before the stream finished")
+        acc.fail("cancelled", "interrupted (Ctrl-C or SIGTERM) before the stream finished")
     except TimeoutError:
         acc.fail("timeout", f"no data for {sampling.timeout_s:g} s (server stalled past --timeout)")
     except aiohttp.ClientConnectorError as e:
         acc.fail("connection", f"cannot connect to {endpoint.url}: {e.os_error or e}")
     except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as e:
         when = "mid-response" if status is not None else "before the response"
-        acc.fail("dropped", f"connection dropped {when}: {e!r}")
-        return status, status is None
+        acc.fail("dropped", f"connection dropped {when}: {redact.describe(e)}")
+        return status, status is None and ctx["reused"]
     except aiohttp.ClientOSError as e:
-        acc.fail("client", repr(e))
-        return status, status is None
+        acc.fail("client", redact.describe(e))
+        return status, status is None and ctx["reused"]
     except aiohttp.ClientError as e:
-        acc.fail("client", repr(e))
+        acc.fail("client", redact.describe(e))
     return status, False
 
 

@@ -10,14 +10,22 @@ finished request.
 
 Every line is flushed as it is written. Times (start_s, end_s, time_s) are seconds since
 the run started, on the client's monotonic clock.
+
+Reading back streams the file (plain or gzip, also a pipe) line by line and checks each
+line against the schema below, the one the writer writes: a line that is not JSON, not
+an object, of an unknown type or with a field of the wrong type or out of range is
+counted and skipped, never fatal (a cut-off last line is the run's end, not a fault).
 """
 
+import gzip
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from decodescope.errors import DecodescopeError
+from decodescope.measure import redact
 from decodescope.measure.client import RequestResult
 from decodescope.measure.stats import summarize
 
@@ -38,6 +46,7 @@ class RunWriter:
         self.write({"type": "header", "schema": SCHEMA, **header})
 
     def write(self, obj: dict) -> None:
+        obj = redact.mapping(obj)  # the last net: no credential reaches the file
         try:
             line = json.dumps(obj, allow_nan=False)
         except ValueError:  # NaN / inf from a server sample: null keeps the file strict JSON
@@ -47,7 +56,8 @@ class RunWriter:
         self.lines += 1
 
     def request(self, r: RequestResult) -> None:
-        self.write({"type": "request", **r.to_dict()})
+        d = r.to_dict()
+        self.write({"type": "request", **{k: d[k] for k in REQUEST_FIELDS}})
 
     def close(self) -> None:
         self._f.close()
@@ -69,6 +79,122 @@ def _finite(x):
     return x
 
 
+MAX_LINE_BYTES = 16 * 2**20  # a request line with 100k gaps is ~2 MB
+MAX_COUNT = 10**9  # tokens, chars, indices: larger is no count
+PROBLEMS_KEPT = 5
+MAX_ERROR_CHARS = 1000  # of a request's error kept in memory; the client writes ~500
+
+
+def _num(v) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _time(v) -> bool:
+    return _num(v) and abs(v) < 1e9
+
+
+def _nonneg(v) -> bool:
+    return _num(v) and 0 <= v < 1e12
+
+
+def _pos(v) -> bool:
+    return _num(v) and 0 < v < 1e12
+
+
+def _count(v) -> bool:
+    return type(v) is int and 0 <= v <= MAX_COUNT
+
+
+def _level(v) -> bool:
+    return type(v) is int and 1 <= v <= MAX_COUNT
+
+
+def _bool(v) -> bool:
+    return type(v) is bool
+
+
+def _str(v) -> bool:
+    return isinstance(v, str)
+
+
+def _opt(check):
+    def optional(v) -> bool:
+        return v is None or check(v)
+
+    return optional
+
+
+def _list_of(check):
+    def every(v) -> bool:
+        return isinstance(v, list) and all(check(x) for x in v)
+
+    return every
+
+
+def _times(v) -> bool:
+    # C-level passes: a run file holds millions of gaps, a call per value would double show's time
+    return (
+        isinstance(v, list)
+        and set(map(type, v)) <= {int, float}
+        and all(map(math.isfinite, v))
+        and (not v or (-1e9 < min(v) and max(v) < 1e9))
+    )
+
+
+def _accept(v) -> bool:
+    return _num(v) and 1 <= v <= 1000  # tokens per round: at least the one the target model makes
+
+
+# field -> check, for every field of a request line (RequestResult) and of a server sample
+REQUEST_FIELDS = {
+    "suite": _str,
+    "prompt_index": _count,
+    "warmup": _bool,
+    "concurrency": _opt(_level),
+    "rate": _opt(_pos),
+    "ok": _bool,
+    "error_kind": _opt(_str),
+    "error": _opt(_str),
+    "http_status": _opt(_count),
+    "start_s": _time,
+    "end_s": _time,
+    "ttft_ms": _opt(_nonneg),
+    "itl_ms": _times,  # not >= 0: the client's stamps can misorder two reads by < 1 ms
+    "latency_ms": _opt(_nonneg),
+    "output_tokens": _count,
+    "token_count_source": _str,
+    "chunk_tokens": _opt(_list_of(_count)),
+    "decode_tok_s": _opt(_pos),
+    "output_chars": _count,
+    "finish_reason": _opt(_str),
+    "response_id": _opt(_str),
+    "resent": _bool,
+}
+OPTIONAL_REQUEST_FIELDS = {"resent": False}  # absent from files written before it existed
+SAMPLE_FIELDS = {
+    "time_s": _time,
+    "window_s": _opt(_nonneg),
+    "accept_len": _opt(_accept),
+    "gen_tok_s": _opt(_nonneg),
+    "warmup": _bool,
+    "per_request": _opt(_bool),
+    "written_s": _opt(_time),
+}
+OPTIONAL_SAMPLE_FIELDS = {"per_request": None, "written_s": None}
+
+
+def check_fields(obj: dict, schema: dict, optional: dict) -> str | None:
+    """Why obj does not fit the schema (the first field that does not), or None."""
+    for name, check in schema.items():
+        if name not in obj and name in optional:
+            continue
+        if name not in obj:
+            return f"no {name}"
+        if not check(obj[name]):
+            return f"{name} is {json.dumps(obj[name])[:40]}"
+    return None
+
+
 @dataclass(frozen=True)
 class Run:
     header: dict
@@ -76,38 +202,105 @@ class Run:
     samples: tuple[dict, ...]
     summary: dict  # recomputed from requests and samples
     complete: bool  # the run wrote its summary line (False: cut off)
+    skipped: int = 0  # lines counted and left out: not JSON, not an object, a field wrong
+    problems: tuple[str, ...] = ()  # the first few of them, "line N: why"
 
 
 def read_run(path: str | Path) -> Run:
     """Read a run file back, also one cut off mid-run, and recompute its summary."""
-    lines = _lines(Path(path))
-    if not lines or lines[0].get("type") != "header":
+    lines = _Lines(Path(path))
+    header = next(lines.objects(), None)
+    if not isinstance(header, dict) or header.get("type") != "header":
         raise DecodescopeError(
             f"{path} is not a decodescope run file (no header line)", "pass a file from measure --out"
         )
-    if lines[0].get("schema") != SCHEMA:
-        raise DecodescopeError(f"{path} has run-file schema {lines[0].get('schema')}, expected {SCHEMA}", "")
-    requests = tuple(RequestResult.from_dict(x) for x in lines if x.get("type") == "request")
-    samples = tuple(x for x in lines if x.get("type") in ("server_log", "metrics"))
-    saved = [x for x in lines if x.get("type") == "summary"]
-    interrupted = bool(saved and saved[-1].get("interrupted"))
-    return Run(lines[0], requests, samples, summarize(requests, samples, interrupted), bool(saved))
+    if header.get("schema") != SCHEMA:
+        raise DecodescopeError(f"{path} has run-file schema {json.dumps(header.get('schema'))[:40]}, expected {SCHEMA}", "")
+    requests, samples, saved = [], [], None
+    for obj in lines.objects():
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        why = _line_problem(obj, kind)
+        if why:
+            lines.bad(why)
+        elif kind == "request":
+            if obj["error"]:
+                obj["error"] = obj["error"][:MAX_ERROR_CHARS]  # memory: the summary needs only the kind
+            requests.append(RequestResult.from_dict(obj))
+        elif kind == "summary":
+            saved = obj
+        else:
+            samples.append(obj)
+    interrupted = bool(saved and saved.get("interrupted"))
+    summary = summarize(requests, samples, interrupted)
+    return Run(header, tuple(requests), tuple(samples), summary, saved is not None, lines.skipped, tuple(lines.problems))
 
 
-def _lines(path: Path) -> list[dict]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DecodescopeError(f"cannot read {path}: {e}", "pass the path of a run file") from e
-    out = []
-    rows = text.splitlines()
-    for n, line in enumerate(rows, 1):
-        if not line.strip():
-            continue
+def _line_problem(obj, kind) -> str | None:
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object"
+    if kind == "request":
+        why = check_fields(obj, REQUEST_FIELDS, OPTIONAL_REQUEST_FIELDS)
+        if why is None and obj["ok"] and obj["error_kind"] is not None:
+            why = "ok with an error_kind"
+        return why
+    if kind in ("server_log", "metrics"):
+        return check_fields(obj, SAMPLE_FIELDS, OPTIONAL_SAMPLE_FIELDS)
+    if kind == "summary":
+        return None if _bool(obj.get("interrupted", False)) else "interrupted is not true or false"
+    return f"unknown line type {json.dumps(kind)[:40]}"
+
+
+class _Lines:
+    """The file's lines as JSON values, streamed; bad ones counted."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.skipped = 0
+        self.problems: list[str] = []
+        self.n = 0
         try:
-            out.append(json.loads(line))
-        except ValueError as e:
-            if n == len(rows):
-                break  # the process died mid-line: everything before it is whole
-            raise DecodescopeError(f"{path}:{n} is not JSON ({e})", "the run file is damaged") from e
-    return out
+            raw = path.open("rb")
+            gz = raw.peek(2)[:2] == b"\x1f\x8b"  # peek: a pipe keeps its bytes
+        except OSError as e:
+            raise DecodescopeError(f"cannot read {path}: {e}", "pass the path of a run file") from e
+        self._f = gzip.GzipFile(fileobj=raw) if gz else raw
+        self._gen = self._read()
+
+    def objects(self):
+        return self._gen
+
+    def bad(self, why: str) -> None:
+        self.skipped += 1
+        if len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append(f"line {self.n}: {why}")
+
+    def _read(self):
+        with self._f:
+            while (line := self._readline()) is not None:
+                self.n += 1
+                if line is False:
+                    self.bad(f"longer than {MAX_LINE_BYTES // 2**20} MiB")
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested too deep
+                    if line.endswith(b"\n"):
+                        self.bad("not JSON")
+                    continue  # else the process died mid-line: everything before it is whole
+                yield obj
+
+    def _readline(self):
+        """The next line (bytes), False for one over MAX_LINE_BYTES (read past), None at the end."""
+        try:
+            line = self._f.readline(MAX_LINE_BYTES + 1)
+            if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+                return line or None
+            while (rest := self._f.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            return False
+        except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
+            self.n += 1
+            self.bad(f"the file cannot be read on: {e}")
+            return None

@@ -60,6 +60,7 @@ class Outcome:
     requests: list[RequestResult] = field(default_factory=list)
     samples: list[dict] = field(default_factory=list)
     interrupted: bool = False
+    stop_signal: int = signal.SIGINT  # the signal that interrupted the run (exit status 128 + it)
     summary: dict = field(default_factory=dict)
 
 
@@ -96,8 +97,8 @@ class Runner:
                     break
                 await self._phase(level, jobs)
         finally:
-            if handled:
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            for sig in handled:
+                asyncio.get_running_loop().remove_signal_handler(sig)
             await watch.stop()
         self.out.summary = stats.summarize(self.out.requests, self.out.samples, self.out.interrupted)
         self.writer.write({"type": "summary", **self.out.summary})
@@ -126,17 +127,20 @@ class Runner:
         self.out.samples.append(s)
         self.writer.write(s)
 
-    def _trap_sigint(self) -> bool:
+    def _trap_sigint(self) -> list:
+        # SIGTERM (docker stop, kill) ends the run as Ctrl-C does
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._interrupt)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                asyncio.get_running_loop().add_signal_handler(sig, self._interrupt, sig)
         except (NotImplementedError, RuntimeError, ValueError):
-            return False  # not the main thread, or no signals here: Ctrl-C then aborts the usual way
-        return True
+            return []  # not the main thread, or no signals here: Ctrl-C then aborts the usual way
+        return [signal.SIGINT, signal.SIGTERM]
 
-    def _interrupt(self) -> None:
+    def _interrupt(self, sig: int = signal.SIGINT) -> None:
         if self.out.interrupted:
-            os._exit(130)  # second Ctrl-C: every finished request is already on disk
+            os._exit(128 + sig)  # second Ctrl-C: every finished request is already on disk
         self.out.interrupted = True
+        self.out.stop_signal = int(sig)
         self.on_warning("interrupted: recording in-flight requests as cancelled (Ctrl-C again quits at once)")
         if self._load:
             self._load.stop()

@@ -82,6 +82,7 @@ def test_show_prints_the_same_figures_as_the_run_did(finished_run):
     assert r.exit_code == 0, r.output
     shown = json.loads(r.stdout)
     assert shown.pop("complete") is True and shown.pop("header")["model"] == "tokens=6,run=runfile"
+    assert (shown.pop("skipped_lines"), shown.pop("skipped_why")) == (0, [])
     assert shown == finished_run.json(), "measure --json and show --json are one summary"
 
 
