@@ -29,8 +29,9 @@ def _svg(fig) -> str:
 
 
 def round_breakdown(e: Explanation) -> str:
-    """Ceiling and expected stacked by model component; measured = ceiling + the gap terms
-    (one bar, the terms stacked above the ceiling while they fit under the measured round)."""
+    """Ceiling and expected stacked by model component; measured = the ceiling plus the
+    gap terms stacked. When the model over-predicts (unexplained < 0) the terms reach above
+    the measured round: that overshoot is drawn hatched and empty."""
     plt = _plt()
     p = e.prediction
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -43,14 +44,17 @@ def round_breakdown(e: Explanation) -> str:
     ax.bar(2, p.ceiling.round_ms, color="#cccccc", width=0.6, label="ceiling round")
     bottom = p.ceiling.round_ms
     for t in e.gap:
-        if t.ms > 0 and bottom < e.fit.round_ms:
-            h = min(t.ms, e.fit.round_ms - bottom)
-            ax.bar(2, h, bottom=bottom, color=GAP_COLORS[t.term], width=0.6, label=t.label, hatch="//"
-                   if t.term == Term.UNEXPLAINED else None)
-            bottom += h
+        if t.ms > 0:
+            ax.bar(2, t.ms, bottom=bottom, color=GAP_COLORS[t.term], width=0.6, label=t.label,
+                   hatch="//" if t.term == Term.UNEXPLAINED else None)
+            bottom += t.ms
+    u = e.unexplained.ms
+    if u < 0:
+        ax.bar(2, -u, bottom=e.fit.round_ms, fill=False, hatch="xx", edgecolor=GAP_COLORS[Term.UNEXPLAINED],
+               width=0.6, label=f"model over-predicts {-u:.2f} ms")
     ax.axhline(e.fit.round_ms, color="black", lw=1, ls="--", label=f"measured {e.fit.round_ms:.2f} ms")
-    for x, v in ((0, p.ceiling.round_ms), (1, p.expected.round_ms), (2, e.fit.round_ms)):
-        ax.text(x, v, f"{v:.2f} ms", ha="center", va="bottom")
+    for x, v in ((0, p.ceiling.round_ms), (1, p.expected.round_ms), (2, max(e.fit.round_ms, e.fit.round_ms - u))):
+        ax.text(x, v, f"{e.fit.round_ms if x == 2 else v:.2f} ms", ha="center", va="bottom")
     ax.set_xticks([0, 1, 2], ["ceiling", "expected (model)", "measured"])
     ax.set_ylabel("ms per decode round")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
