@@ -6,6 +6,7 @@ import sys
 import click
 
 from decodescope.cli.model_cmd import model as model_command
+from decodescope.errors import DecodescopeError
 
 DEPLOYMENT_FLAGS = ("gpu", "gpus", "tp", "pp", "ep", "weights", "kv", "batch", "context", "spec", "accept",
                     "draft_model", "engine", "link")
@@ -20,7 +21,12 @@ def explanation(model: str, obs, target: float | None = None, **flags):
     raw = load_config(model)
     arch = build_arch(raw)
     draft = flags.pop("draft_model", None)
-    if flags.get("accept") is None and flags.get("spec", "none") not in ("none", ""):
+    most = max(p.accept_len for p in obs.points)
+    if flags.get("spec", "none").strip().lower() in ("none", ""):
+        if most > 1.0:
+            raise DecodescopeError(f"the measured points have accept length up to {most:g}, but no --spec is given",
+                                   "add the server's speculation, e.g. --spec mtp:3 (or eagle:K, draft:K, ngram:K)")
+    elif flags.get("accept") is None:
         flags["accept"] = sum(p.accept_len for p in obs.points) / len(obs.points)  # the points' mean
     d = make_deployment(arch, **flags, draft=_draft(draft) if draft else None)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
