@@ -18,14 +18,15 @@ def print_explanation(e: Explanation, file=None) -> None:
     c.print(t)
     g = Table(title="where the round goes: ceiling -> measured, per round")
     for name, just in (("term", "left"), ("ms", "right"), ("source", "left"), ("why", "left")):
-        g.add_column(name, justify=just, overflow="fold")
+        g.add_column(name, justify=just, overflow="fold", no_wrap=name in ("ms", "source"))
     for i, row in enumerate(gap_rows(e)):
         g.add_row(*map(_esc, row), end_section=i in (0, len(e.gap)))
     c.print(g)
     if e.levers:
         lv = Table(title="levers, one change each; projected: " + CARRY_OVER)
         for name in ("lever", "change", "model", "projected", "reaches target", "assumption"):
-            lv.add_column(name, overflow="fold")
+            lv.add_column(name, overflow="fold", no_wrap=name in ("model", "projected"),
+                          justify="right" if name in ("model", "projected") else "left")
         for row in lever_rows(e):
             lv.add_row(*map(_esc, row))
         c.print(lv)
