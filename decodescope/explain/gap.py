@@ -15,7 +15,7 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.explain.observations import LogFacts
 from decodescope.model.deployment import Deployment
-from decodescope.model.predict import Prediction, ceiling_rates, expected_rates, peak_flops
+from decodescope.model.predict import Prediction, allreduce_alpha, ceiling_rates, expected_rates, peak_flops
 from decodescope.model.round import draft_step_ops, draft_steps, micro_batches, sum_ops
 
 # A kernel launched eagerly (no CUDA graph) costs 6.7 us on an H200, one replayed in a
@@ -103,7 +103,6 @@ def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
 
 
 def _nccl_note(d: Deployment) -> str:
-    from decodescope.model.predict import allreduce_alpha
     return allreduce_alpha(d)[1] if d.gpus > 1 else ""
 
 
@@ -112,18 +111,17 @@ def log_terms(arch: Arch, d: Deployment, p: Prediction, kernels_ms: float, log: 
     graphs, and prefill batches that ran inside the decode windows."""
     if log is None:
         return []
-    out = []
-    if log.cuda_graph_off_windows:
-        share = log.cuda_graph_off_windows / log.decode_windows
-        extra = share * kernels_ms * (EAGER_KERNEL_US / d.engine.kernel_floor_us - 1)
-        out.append(GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
-                           f"{log.cuda_graph_off_windows} of {log.decode_windows} windows say `cuda graph: False`: "
-                           f"kernels launched eagerly at {EAGER_KERNEL_US:g} us, not {d.engine.kernel_floor_us:g} us"))
-    if log.prefill_batches:
-        out.append(GapTerm(Term.PREFILL, _prefill_ms(arch, d, p, log), Source.LOG,
-                           f"{log.prefill_batches} prefill batches ({log.prefill_tokens} prompt tokens) ran inside "
-                           f"the decode windows, spread over {ROUNDS_PER_SGLANG_LINE} rounds per window"))
-    return out
+    n = log.decode_windows
+    off = log.cuda_graph_off_windows
+    extra = off / n * kernels_ms * (EAGER_KERNEL_US / d.engine.kernel_floor_us - 1) if off else 0.0
+    graphs = GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
+                     f"{off} of {n} windows say `cuda graph: False`: kernels launched eagerly at {EAGER_KERNEL_US:g} us, "
+                     f"not {d.engine.kernel_floor_us:g} us" if off else f"none of {n} windows says `cuda graph: False`")
+    prefill = GapTerm(Term.PREFILL, _prefill_ms(arch, d, p, log) if log.prefill_batches else 0.0, Source.LOG,
+                      f"{log.prefill_batches} prefill batches ({log.prefill_tokens} prompt tokens) ran inside the "
+                      f"decode windows, spread over {ROUNDS_PER_SGLANG_LINE} rounds per window"
+                      if log.prefill_batches else "no prefill line inside the decode windows")
+    return [graphs, prefill]
 
 
 def _prefill_ms(arch: Arch, d: Deployment, p: Prediction, log: LogFacts) -> float:

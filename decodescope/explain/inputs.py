@@ -64,14 +64,20 @@ def from_log(path: str, segment: int | None = None) -> Observations:
         name += f" segment {segment or len(segments)}"
     elif segment not in (None, 1):
         raise DecodescopeError(f"--segment {segment}: {name} has one segment", "leave --segment out")
-    accept, rate = summary.accept_len, summary.gen_tok_s_per_req
+    # a segment may carry plain numbers or spreads, and the total rate where it has no per-request one
+    accept = _mean(getattr(summary, "accept_len", None))
+    rate = _mean(getattr(summary, "gen_tok_s_per_req", None) or getattr(summary, "gen_tok_s", None))
     if accept is None or rate is None:
         raise DecodescopeError(f"{name}: no steady decode window with accept length and generation rate",
                                "pass the log of a server decoding with speculation (SGLang 'accept len', "
                                "vLLM 'Mean acceptance length')")
     facts = _facts(parsed.records, name)
-    point = Point(accept.mean, rate.mean, (f"{name} ({accept.n} steady decode windows)",))
-    return Observations((point,), facts, (f"server log {name}: {facts.decode_windows} steady decode windows",))
+    windows = f"{facts.decode_windows} steady decode window" + ("s" if facts.decode_windows != 1 else "")
+    return Observations((Point(accept, rate, (f"{name} ({windows})",)),), facts, (f"server log {name}: {windows}",))
+
+
+def _mean(x) -> float | None:
+    return getattr(x, "mean", x)
 
 
 def _facts(records, source: str) -> LogFacts:
