@@ -16,6 +16,8 @@ COMMANDS = {
     "log": "decodescope.cli.log_cmd:log",
     "show": "decodescope.cli.show_cmd:show",
     "validate": "decodescope.cli.validate_cmd:validate",
+    "explain": "decodescope.cli.explain_cmd:explain",
+    "demo": "decodescope.cli.demo_cmd:demo",
 }
 
 

@@ -1,0 +1,143 @@
+"""The gap between the measured round and the ceiling round, term by term.
+
+The ceiling reads every byte at datasheet bandwidth with no fixed latency; the model's
+expected round adds what the engine profile says each part costs. Each term of the gap
+carries its source: `model` (the engine profile), `log` (what the server's log showed,
+timed by the model), and later `calibration` / `trace` when a measured figure takes the
+modelled one's place under the same term. What the terms do not cover is `unexplained`:
+measured - ceiling - the rest, so the terms always sum to measured - ceiling; when it is
+negative the model over-predicts the round by that much."""
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from math import ceil
+
+from decodescope.arch import Arch
+from decodescope.explain.observations import LogFacts
+from decodescope.model.deployment import Deployment
+from decodescope.model.predict import Prediction, allreduce_alpha, ceiling_rates, expected_rates, peak_flops
+from decodescope.model.round import draft_step_ops, draft_steps, micro_batches, sum_ops
+
+# A kernel launched eagerly (no CUDA graph) costs 6.7 us on an H200, one replayed in a
+# graph 1.1 us (tests/data/h200/gpu_check_results.json, as in the model's engines.toml).
+EAGER_KERNEL_US = 6.7
+MEMORY_PARTS = ("weights", "kv_cache", "state")
+ROUNDS_PER_SGLANG_LINE = 40  # see inputs.SGLANG_ROUNDS_PER_LINE
+
+
+class Term(StrEnum):
+    BANDWIDTH = "bandwidth"
+    KERNEL_FLOORS = "kernel_floors"
+    ALLREDUCE = "allreduce"
+    HOST = "host"
+    CUDA_GRAPHS_OFF = "cuda_graphs_off"
+    PREFILL = "prefill"
+    UNEXPLAINED = "unexplained"
+
+
+class Source(StrEnum):
+    MODEL = "model"
+    LOG = "log"
+    CALIBRATION = "calibration"
+    TRACE = "trace"
+    MEASURED = "measured"  # unexplained: measured minus everything else
+
+
+LABELS = {Term.BANDWIDTH: "bandwidth not reached", Term.KERNEL_FLOORS: "kernel floors",
+          Term.ALLREDUCE: "allreduce latency", Term.HOST: "host overhead",
+          Term.CUDA_GRAPHS_OFF: "CUDA graphs off", Term.PREFILL: "prefill in the log windows",
+          Term.UNEXPLAINED: "unexplained"}
+
+
+@dataclass(frozen=True)
+class GapTerm:
+    term: Term
+    ms: float  # per round
+    source: Source
+    note: str  # the assumption or the evidence, in words
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.term]
+
+    def to_dict(self) -> dict:
+        return {"term": self.term.value, "label": self.label, "ms": self.ms, "source": self.source.value,
+                "note": self.note}
+
+
+def _parts(arch: Arch, d: Deployment, p: Prediction) -> tuple[dict, dict]:
+    """(ceiling, expected) ms per model component with the draft split into its own
+    weights / kv_cache / state / allreduce / kernels, as round.estimate times it."""
+    out = []
+    for est, rates in ((p.ceiling, ceiling_rates(d)), (p.expected, expected_rates(d))):
+        ms = {c.component: c.ms for c in est.breakdown if c.component != "draft"}
+        if d.spec.k and any(c.component == "draft" for c in est.breakdown):
+            dm = replace(d, batch=ceil(d.batch / micro_batches(d)))
+            scale = draft_steps(dm) / d.spec.k
+            ops = [op for s in range(d.spec.k) for op in draft_step_ops(arch, dm, rates, s)]
+            for k, c in sum_ops(ops).items():
+                ms[k] = ms.get(k, 0.0) + scale * c.ms
+        out.append(ms)
+    return out[0], out[1]
+
+
+def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
+    """expected - ceiling, split by cause; the four terms sum to that difference."""
+    c, e = _parts(arch, d, p)
+
+    def diff(*keys):
+        return sum(e.get(k, 0.0) - c.get(k, 0.0) for k in keys)
+
+    eng, why = d.engine, _nccl_note(d)
+    return [
+        GapTerm(Term.BANDWIDTH, diff(*MEMORY_PARTS), Source.MODEL,
+                f"weights, KV cache and state at the {eng.id} profile's achieved bandwidth, not the datasheet's"),
+        GapTerm(Term.KERNEL_FLOORS, diff("kernels"), Source.MODEL,
+                f"{eng.kernel_floor_us:g} us per kernel whatever its bytes ({eng.id} profile)"),
+        GapTerm(Term.ALLREDUCE, diff("allreduce"), Source.MODEL,
+                "allreduce latency and link efficiency" + (f"; {why}" if why else "")),
+        GapTerm(Term.HOST, diff("host"), Source.MODEL,
+                f"CPU time not hidden behind the GPU: {eng.host_ms_per_pass:g} ms per pass, "
+                f"{eng.host_ms_per_draft_step:g} ms per draft step ({eng.id} profile)"),
+    ]
+
+
+def _nccl_note(d: Deployment) -> str:
+    return allreduce_alpha(d)[1] if d.gpus > 1 else ""
+
+
+def log_terms(arch: Arch, d: Deployment, p: Prediction, kernels_ms: float, log: LogFacts | None) -> list[GapTerm]:
+    """What the server log shows on top of the profile: windows decoded without CUDA
+    graphs, and prefill batches that ran inside the decode windows."""
+    if log is None:
+        return []
+    n = log.decode_windows
+    off = log.cuda_graph_off_windows
+    extra = off / n * kernels_ms * (EAGER_KERNEL_US / d.engine.kernel_floor_us - 1) if off else 0.0
+    graphs = GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
+                     f"{off} of {n} windows say `cuda graph: False`: kernels launched eagerly at {EAGER_KERNEL_US:g} us, "
+                     f"not {d.engine.kernel_floor_us:g} us" if off else f"none of {n} windows says `cuda graph: False`")
+    prefill = GapTerm(Term.PREFILL, _prefill_ms(arch, d, p, log) if log.prefill_batches else 0.0, Source.LOG,
+                      f"{log.prefill_batches} prefill batches ({log.prefill_tokens} prompt tokens) ran inside the "
+                      f"decode windows, spread over {ROUNDS_PER_SGLANG_LINE} rounds per window"
+                      if log.prefill_batches else "no prefill line inside the decode windows")
+    return [graphs, prefill]
+
+
+def _prefill_ms(arch: Arch, d: Deployment, p: Prediction, log: LogFacts) -> float:
+    """Each prefill batch reads the weights once (the expected weights row) and computes
+    2 FLOP per active parameter per prompt token on its GPU's share; per decode round."""
+    fl = peak_flops(d.gpu)["bf16"] * d.engine.flops_efficiency
+    compute_ms = 1e3 * 2 * arch.params_active / (d.tp * d.pp) * log.prefill_tokens / fl
+    total = log.prefill_batches * p.expected.ms("weights") + compute_ms
+    return total / (ROUNDS_PER_SGLANG_LINE * max(1, log.decode_windows))
+
+
+def gap(arch: Arch, d: Deployment, p: Prediction, measured_ms: float, log: LogFacts | None) -> tuple[GapTerm, ...]:
+    """measured - ceiling as terms that sum to it exactly, `unexplained` last."""
+    terms = modelled_terms(arch, d, p)
+    terms += log_terms(arch, d, p, terms[1].ms, log)
+    rest = measured_ms - p.ceiling.round_ms - sum(t.ms for t in terms)
+    note = ("what the terms above do not account for" if rest >= 0 else
+            f"negative: the model's terms exceed the measured gap, it over-predicts the round by {-rest:.2f} ms")
+    return (*terms, GapTerm(Term.UNEXPLAINED, rest, Source.MEASURED, note))
