@@ -96,12 +96,11 @@ def test_the_fit_shortcut_equals_the_model(row):
 
 
 def test_rows_the_model_cannot_run_are_skipped_with_the_reason(tmp_path, result):
-    for f in DATA.iterdir():
-        shutil.copy(f, tmp_path / f.name)
+    shutil.copytree(DATA, tmp_path, dirs_exist_ok=True)
     with open(tmp_path / "public.csv", "a") as f:
         f.write("NEW-01,,,,,,,,,,,,,,,,,,42,tok/s,NEW,,,\nNEW-02,,,,,,,,,,,,,,,,,,7,tok/s,NEW,,,\n")
     with open(tmp_path / "deployments.csv", "a") as f:
-        f.write("NEW-01,no-such-model-9b,h100-sxm,1,1,,bf16,bf16,vllm,1,100,none,,,,per_user,\n")
+        f.write("NEW-01,no-such-model-9b,h100-sxm,1,1,,bf16,bf16,vllm,1,100,none,,,,per_user,,\n")
     v = validate("vllm", data=tmp_path)
     reasons = {s.id: s.reason for s in v.skipped}
     assert "no config found for 'no-such-model-9b'" in reasons["NEW-01"]
@@ -110,8 +109,7 @@ def test_rows_the_model_cannot_run_are_skipped_with_the_reason(tmp_path, result)
 
 
 def test_a_file_without_its_columns_is_one_clear_error(tmp_path):
-    for f in DATA.iterdir():
-        shutil.copy(f, tmp_path / f.name)
+    shutil.copytree(DATA, tmp_path, dirs_exist_ok=True)
     (tmp_path / "deployments.csv").write_text("id,model\nGF-01,llama-2-7b\n")
     with pytest.raises(DecodescopeError, match="lacks the column"):
         validate(data=tmp_path)

@@ -27,10 +27,14 @@ from decodescope.arch import build_arch, load_config, presets
               help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
 @click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
                              "[default: the GPU's usual one]")
+@click.option("--same-tokens", is_flag=True,
+              help="all requests decode the same token at each step, as benchmarks that feed one token id "
+                   "to every sequence do: a MoE layer then reads the experts of one request "
+                   "(KV cache and state are still per request)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
 def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
-          as_json, list_presets):
+          same_tokens, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
@@ -43,7 +47,7 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     arch = build_arch(raw)
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
-                        draft=_draft(draft_model) if draft_model else None)
+                        draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=1))

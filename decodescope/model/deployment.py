@@ -96,6 +96,10 @@ class Deployment:
     spec: Spec = Spec()
     draft: Arch | None = None  # separate draft model (draft:K), or an EAGLE head's config
     draft_weights: WeightFormat | None = None  # the draft model's format when it differs from `weights`
+    # every request decodes the same token at each step (a benchmark that feeds one token id
+    # to all sequences): a MoE layer routes them alike and reads the experts of one request;
+    # KV cache and recurrent state are still read per request
+    same_tokens: bool = False
 
     @property
     def gpus(self) -> int:
@@ -113,7 +117,8 @@ class Deployment:
         return {"gpu": self.gpu.id, "gpus": self.gpus, "tp": self.tp, "pp": self.pp, "ep": self.ep,
                 "link": self.link.id, "weights": self.weights.to_dict(), "kv": self.kv_dtype,
                 "batch": self.batch, "context": self.context, "spec": self.spec.to_dict(),
-                "draft": self.draft.name if self.draft else None, "engine": self.engine.id}
+                "draft": self.draft.name if self.draft else None, "engine": self.engine.id,
+                "same_tokens": self.same_tokens}
 
 
 def check(arch: Arch, d: Deployment) -> None:

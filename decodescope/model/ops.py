@@ -85,10 +85,12 @@ def tensor_params_gpu(t: Tensor, d: Deployment, touched_experts: float | None = 
 
 
 def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int,
-               r: Rates, mtp: bool = False) -> list[Op]:
-    """One op per weight tensor; tokens = batch * tokens per request in this pass."""
+               r: Rates, mtp: bool = False, routed: int | None = None) -> list[Op]:
+    """One op per weight tensor; tokens = batch * tokens per request in this pass, of
+    which `routed` (default: all) are distinct tokens the router spreads over experts."""
     ops = []
-    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, tokens, d.ep) if moe else None
+    routed = tokens if routed is None else routed
+    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep) if moe else None
     for t in layer_tensors:
         tf = fmt.tensor_format(t, mtp)  # bits, kernel and compute dtype of this tensor
         bits = tf.bits
@@ -170,7 +172,7 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
               r: Rates, mtp: bool = False) -> list[Op]:
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
-    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp)
+    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
     if isinstance(layer.mixer, (Attention, MLA)):
         ops.append(attention_op(layer.mixer, d, batch, tokens_per_req, r))
     elif isinstance(layer.mixer, (GatedDeltaNet, Mamba2)):
@@ -181,6 +183,12 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
                 for part in ("mixer", "mlp") if getattr(layer, part) is not None]
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
     return ops
+
+
+def routed_tokens(d: Deployment, batch: int, tokens_per_req: int) -> int:
+    """Distinct tokens a MoE router sees in one pass: one request's when all requests
+    decode the same token (same_tokens), else every token of the batch."""
+    return tokens_per_req if d.same_tokens else batch * tokens_per_req
 
 
 def layer_hidden(layer: Layer) -> int:

@@ -6,7 +6,7 @@ from decodescope.arch import Arch, MoE
 from decodescope.errors import DecodescopeError
 from decodescope.model.deployment import Deployment, check
 from decodescope.model.memory import MemoryFit, fit_options, memory_fit
-from decodescope.model.ops import Rates, lm_head, unique_layers, weight_ops
+from decodescope.model.ops import Rates, lm_head, routed_tokens, unique_layers, weight_ops
 from decodescope.model.round import Estimate, estimate
 
 DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
@@ -137,7 +137,7 @@ def compute_bound_batch(arch: Arch, d: Deployment, limit: int = 1 << 16) -> int 
     def compute_bound(b: int) -> bool:
         time = {"compute": 0.0, "memory": 0.0}
         for tensors, moe, n in [(layer.tensors(), _moe(layer), n) for layer, n in layers] + [(head, None, 1)]:
-            for op in weight_ops(tensors, moe, d.weights, d, b * t, r):
+            for op in weight_ops(tensors, moe, d.weights, d, b * t, r, routed=routed_tokens(d, b, t)):
                 time[op.bound] += n * op.time_s
         return time["compute"] > time["memory"]
 

@@ -88,13 +88,24 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
     d = make_deployment(arch, dep["gpu"], tp=int(dep["tp"]), pp=int(dep["pp"] or 1), weights=dep["weights"] or None,
                         kv=dep["kv"] or None, batch=int(dep["batch"]), context=int(dep["context"]),
                         spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
-                        draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None)
+                        draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None,
+                        same_tokens=_flag(dep.get("same_tokens", "")))
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     if dep["compare"] not in ("total", "per_user"):
         raise DecodescopeError(f"compare '{dep['compare']}' is neither per_user nor total")
     return Case(pub["id"], pub["source_key"], float(pub["value"]), dep["compare"] == "total", known, arch, d,
                 dep["note"])
+
+
+def _flag(value: str) -> bool:
+    """deployments.csv's same_tokens: 'yes' when the benchmark fed every request the same
+    token (its own column, so that the model never reads it from the free-text note);
+    an older file without the column means no."""
+    v = (value or "").strip().lower()
+    if v not in ("", "yes", "no"):
+        raise DecodescopeError(f"same_tokens '{value}' is neither yes, no nor empty")
+    return v == "yes"
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
