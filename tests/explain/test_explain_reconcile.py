@@ -62,10 +62,9 @@ def test_gap_terms_sum_to_measured_minus_ceiling_and_modelled_ones_to_expected_m
     modelled = [t for t in e.gap if t.term in (Term.BANDWIDTH, Term.KERNEL_FLOORS, Term.ALLREDUCE, Term.HOST)]
     assert sum(t.ms for t in modelled) == pytest.approx(p.expected.round_ms - p.ceiling.round_ms, abs=1e-9)
     assert e.efficiency == p.ceiling.round_ms / e.fit.round_ms
-    # the host term is the profile's own: 0.0026 ms per pass + 3 draft steps x 3.65 ms = 10.9526 ms
+    # the host term is the profile's own: one pass plus 3 MTP draft steps, whatever their fitted values
     host = next(t for t in e.gap if t.term == Term.HOST)
     assert host.ms == pytest.approx(d.engine.host_ms_per_pass + 3 * d.engine.host_ms_per_draft_step)
-    assert host.ms == pytest.approx(0.0026 + 3 * 3.65)
     # across CPU sockets there is no P2P: the allreduce term names NCCL
     assert "NCCL" in next(t for t in e.gap if t.term == Term.ALLREDUCE).note
 
