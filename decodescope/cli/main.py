@@ -15,6 +15,9 @@ COMMANDS = {
     "measure": "decodescope.cli.measure_cmd:measure",
     "log": "decodescope.cli.log_cmd:log",
     "show": "decodescope.cli.show_cmd:show",
+    "probe": "decodescope.cli.probe_cmd:probe",
+    "calibrate": "decodescope.cli.calibrate_cmd:calibrate",
+    "bench": "decodescope.cli.bench_cmd:bench",
 }
 
 

@@ -27,10 +27,12 @@ from decodescope.arch import build_arch, load_config, presets
               help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
 @click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
                              "[default: the GPU's usual one]")
+@click.option("--calibration", type=click.Path(dir_okay=False),
+              help="calibration file (`decodescope calibrate`): measured numbers replace the engine profile's")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
 def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
-          as_json, list_presets):
+          calibration, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
@@ -44,7 +46,10 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
                         draft=_draft(draft_model) if draft_model else None)
+    from decodescope.hardware.calibration import calibrate_deployment
+    d, measured = calibrate_deployment(d, calibration)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
+    p = replace(p, notes=p.notes + measured)
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=1))
     else:

@@ -4,7 +4,7 @@ steps one by one — eager on the CPU, a static cache replayed as a CUDA graph o
 next to the model's ceiling and expected for the same device."""
 
 import statistics
-import time
+import warnings
 from dataclasses import dataclass, replace
 
 from decodescope.arch import RawConfig, build_arch
@@ -120,9 +120,14 @@ def _kv_bytes_per_token_layer(data: dict, per: int) -> float:
     return 2 * kv * head_dim * per  # K and V
 
 
-def run(raw: RawConfig, cfg: BenchConfig, calibration=None) -> BenchResult:
+def run(raw: RawConfig, cfg: BenchConfig, calibration=None, trace: str | None = None) -> BenchResult:
     torch = import_torch()
     dev = pick_device(torch, cfg.device)
+    device_id, name = _device_ids(torch, dev)
+    if calibration is not None and calibration.device != device_id:
+        raise DecodescopeError(f"{calibration.source} was measured on '{calibration.device}' "
+                               f"({calibration.device_name}); this run is on '{device_id}' ({name})",
+                               f"calibrate this device: `decodescope calibrate --device {cfg.device} --out FILE`")
     try:
         import transformers
     except ImportError as e:
@@ -131,15 +136,16 @@ def run(raw: RawConfig, cfg: BenchConfig, calibration=None) -> BenchResult:
     raw = shrink(raw, cfg.layers)
     plan_memory(raw, cfg, _free_bytes(torch, dev))
     model = _build(torch, transformers, raw, cfg, dev)
-    clock = Clock(torch, dev)
     if dev.type == "cuda":
-        mode, step_ms, notes = _cuda_loop(torch, transformers, model, cfg, dev, clock)
+        mode, step, notes = _cuda_stepper(torch, transformers, model, cfg, dev)
     else:
-        mode, step_ms, notes = "eager", _eager_loop(torch, model, cfg, dev, clock), ()
+        mode, step, notes = _eager_stepper(torch, model, cfg, dev)
+    step_ms = _timed(Clock(torch, dev), step, cfg.steps)
+    if trace:
+        write_trace(torch, step, trace)
     weight_bytes = _weight_bytes(model)
     mean_len = cfg.context + WARMUP + (cfg.steps + 1) / 2
     kv = _kv_bytes_per_token_layer(raw.data, BYTES[cfg.dtype]) * raw.data["num_hidden_layers"] * cfg.batch * mean_len
-    device_id, name = _device_ids(torch, dev)
     ceiling, expected, mnotes = _model_side(raw, cfg, device_id, calibration)
     return BenchResult(raw.name, device_id, name, cfg, raw.data["num_hidden_layers"], mode, tuple(step_ms),
                        weight_bytes, kv, ceiling, expected,
@@ -163,7 +169,7 @@ def _build(torch, transformers, raw: RawConfig, cfg: BenchConfig, dev):
                                "bench a model type this transformers knows (llama, qwen3, mistral, ...)") from None
     torch.manual_seed(0)
     with torch.device(dev):
-        model = transformers.AutoModelForCausalLM.from_config(hf_cfg, torch_dtype=getattr(torch, DTYPES[cfg.dtype]))
+        model = transformers.AutoModelForCausalLM.from_config(hf_cfg, dtype=getattr(torch, DTYPES[cfg.dtype]))
     return model.eval()
 
 
@@ -175,27 +181,54 @@ def _weight_bytes(model) -> int:
     return total if emb is head else total - emb.numel() * emb.element_size()
 
 
-def _eager_loop(torch, model, cfg: BenchConfig, dev, clock) -> list[float]:
+def _eager_stepper(torch, model, cfg: BenchConfig, dev):
+    """Prefill, then a function that runs one eager decode step (dynamic KV cache)."""
+    # transformers 5 renames past_key_values to cache; the old name works on 4.57 and 5.x
+    warnings.filterwarnings("ignore", message=".*past_key_values.*", category=FutureWarning)
     ids = torch.randint(0, model.config.vocab_size, (cfg.batch, cfg.context), device=dev)
-    out = []
     with torch.inference_mode():
         r = model(ids, use_cache=True)
-        past, nxt = r.past_key_values, r.logits[:, -1:].argmax(-1)
-        for i in range(WARMUP + cfg.steps):
-            a = clock.mark()
-            r = model(nxt, past_key_values=past, use_cache=True)
-            past, nxt = r.past_key_values, r.logits[:, -1:].argmax(-1)
-            b = clock.mark()
+    state = {"past": r.past_key_values, "tok": r.logits[:, -1:].argmax(-1)}
+
+    def step():
+        with torch.inference_mode():
+            out = model(state["tok"], past_key_values=state["past"], use_cache=True)
+            state["past"], state["tok"] = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+    return "eager", step, ()
+
+
+def _timed(clock, step, steps: int) -> list[float]:
+    """ms of each of `steps` decode steps after WARMUP untimed ones."""
+    marks = []
+    for i in range(WARMUP + steps):
+        a = clock.mark()
+        step()
+        b = clock.mark()
+        if not clock.cuda:
             clock.sync()
-            if i >= WARMUP:
-                out.append(clock.ms(a, b))
-    return out
+        if i >= WARMUP:
+            marks.append((a, b))
+    clock.sync()
+    return [clock.ms(a, b) for a, b in marks]
 
 
-def _cuda_loop(torch, transformers, model, cfg: BenchConfig, dev, clock):
-    """A static KV cache, one decode step captured as a CUDA graph and replayed per step;
-    if capture fails, the same static step eagerly (the note says why)."""
-    total = cfg.context + WARMUP + cfg.steps + 1
+def write_trace(torch, step, path: str, steps: int = 3) -> None:
+    """A torch.profiler trace of `steps` decode steps, as Chrome trace JSON (gzipped if path ends .gz)."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+
+
+def _cuda_stepper(torch, transformers, model, cfg: BenchConfig, dev):
+    """Prefill into a static KV cache, then one decode step captured as a CUDA graph and
+    replayed per step; if capture fails, the same static step eagerly (the note says why)."""
+    total = cfg.context + WARMUP + cfg.steps + 8  # + capture warm-up and trace steps
     cache = transformers.StaticCache(config=model.config, max_cache_len=total)
     ids = torch.randint(0, model.config.vocab_size, (cfg.batch, cfg.context), device=dev)
     with torch.inference_mode():
@@ -209,23 +242,12 @@ def _cuda_loop(torch, transformers, model, cfg: BenchConfig, dev, clock):
             tok.copy_(out.logits[:, -1:].argmax(-1))
             pos.add_(1)
 
-    notes, mode, fn = (), "cuda-graph", step
     try:
         g = capture_graph(torch, step, warm=1)
-        pos.fill_(cfg.context + 2)  # warm-up and capture each advanced one position
-        fn = g.replay
+        return "cuda-graph", g.replay, ()
     except Exception as e:  # noqa: BLE001 - any capture failure falls back to the same step uncaptured
-        notes, mode = (f"CUDA graph capture failed ({type(e).__name__}: {str(e)[:200]}); timed eagerly",), "static-eager"
         torch.cuda.synchronize()
-    out = []
-    for i in range(WARMUP + cfg.steps):
-        a = clock.mark()
-        fn()
-        b = clock.mark()
-        if i >= WARMUP:
-            out.append((a, b))
-    clock.sync()
-    return mode, [clock.ms(a, b) for a, b in out], notes
+        return "static-eager", step, (f"CUDA graph capture failed ({type(e).__name__}: {str(e)[:200]}); timed eagerly",)
 
 
 def _device_ids(torch, dev) -> tuple[str, str]:

@@ -14,8 +14,9 @@ from decodescope.hardware.timing import Clock, capture_graph, import_torch, medi
 
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
-# Llama-3.1-8B's linear shapes (k -> n) when no --model is given: qkv, o, gate_up, down
-DEFAULT_SHAPES = ((4096, 6144), (4096, 4096), (4096, 28672), (14336, 4096))
+# Llama-3.1-8B's linear shapes (k, n, count per pass) when no --model is given:
+# qkv, o, gate_up, down in each of 32 layers, and the LM head
+DEFAULT_SHAPES = ((4096, 6144, 32), (4096, 4096, 32), (4096, 28672, 32), (14336, 4096, 32), (4096, 128256, 1))
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ def calibrate(device: str = "cuda", shapes=None, sizes: Sizes | None = None,
     copy, best = _copy_bw(torch, dev, clock, sz)
     eager_us, graph_us, notes = _launch(torch, dev, clock, sz)
     gemv_dtype = "bf16" if cuda else "fp32"
-    gemv = tuple(g for k, n in (shapes or DEFAULT_SHAPES) for g in
-                 _gemv(torch, dev, clock, sz, k, n, gemv_dtype, batches))
+    gemv = tuple(g for k, n, count in (shapes or DEFAULT_SHAPES) for g in
+                 _gemv(torch, dev, clock, sz, k, n, count, gemv_dtype, batches))
     allreduce, ar_note = _allreduce(torch, sz) if cuda else ((), "allreduce: skipped, the CPU is one device")
     name, gid, mem = _identity(torch, dev)
     return Calibration(device=gid, device_name=name, memory_bytes=mem, versions=_versions(torch),
@@ -108,7 +109,7 @@ def _launch(torch, dev, clock, sz: Sizes) -> tuple[float, float | None, tuple[st
     return eager_us, median(ms) * 1e3 / (replays * nodes), ()
 
 
-def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, dtype: str, batches) -> list[Gemv]:
+def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, count: int, dtype: str, batches) -> list[Gemv]:
     """F.linear(x[batch, k], W[n, k]) cycling through weight copies so no call hits in cache."""
     dt = getattr(torch, DTYPES[dtype])
     wbytes = k * n * torch.empty((), dtype=dt).element_size()
@@ -123,7 +124,7 @@ def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, dtype: str, batches) -> 
                 torch.nn.functional.linear(x, w)
 
         per_s = median(time_reps(clock, loop, sz.gemv_reps, warmup=1)) / 1e3 / copies
-        out.append(Gemv(k, n, b, dtype, per_s * 1e6, wbytes / per_s))
+        out.append(Gemv(k, n, b, dtype, per_s * 1e6, wbytes / per_s, count))
     return out
 
 
@@ -188,13 +189,19 @@ def _versions(torch) -> dict:
     return v
 
 
-def model_shapes(arch) -> tuple[tuple[int, int], ...]:
-    """(k, n) of each distinct dense linear weight of the model's layers and LM head."""
+def model_shapes(arch) -> tuple[tuple[int, int, int], ...]:
+    """(k, n, count): each distinct dense linear weight of the model's layers and LM head,
+    and how many times one forward pass runs it."""
+    from collections import Counter
+
     from decodescope.model.ops import unique_layers
-    shapes = [t.shape for layer, _ in unique_layers(arch.layers) for t in layer.tensors()
-              if t.linear and t.experts == 1 and len(t.shape) == 2]
-    shapes.append((arch.vocab_size, arch.hidden_size))
-    return tuple(dict.fromkeys((k, n) for n, k in shapes))
+    counts = Counter()
+    for layer, n_layers in unique_layers(arch.layers):
+        for t in layer.tensors():
+            if t.linear and t.experts == 1 and len(t.shape) == 2:
+                counts[(t.shape[1], t.shape[0])] += n_layers
+    counts[(arch.hidden_size, arch.vocab_size)] += 1  # the LM head
+    return tuple((k, n, c) for (k, n), c in counts.items())
 
 
 def small(sizes: Sizes) -> Sizes:

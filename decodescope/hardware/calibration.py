@@ -5,6 +5,7 @@ figures of a deployment. JSON, schema-versioned; a file from another device or a
 schema is refused with the reason."""
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -27,6 +28,7 @@ class Gemv:
     dtype: str
     us: float
     weight_bytes_s: float
+    count: int = 1  # times this shape runs in one forward pass of the calibrated model
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,18 @@ class Calibration:
     notes: tuple[str, ...] = ()  # what was skipped and why
     schema: int = SCHEMA
     source: str = field(default="", compare=False)  # the file it was read from
+
+    def weight_bw(self, batch: int) -> float:
+        """Bytes/s of the weight stream at `batch`: the GEMVs measured at the batch nearest
+        to it (log scale), all shapes of one pass together (their bytes over their time,
+        each shape as often as the pass runs it); the copy
+        bandwidth when no GEMV was measured."""
+        if not self.gemv:
+            return self.copy_bw_bytes_s
+        near = min({g.batch for g in self.gemv}, key=lambda b: (abs(math.log(b / batch)), b))
+        pts = [g for g in self.gemv if g.batch == near]
+        nbytes = sum(g.count * g.weight_bytes_s * g.us for g in pts)
+        return nbytes / sum(g.count * g.us for g in pts)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -132,12 +146,13 @@ def apply(cal: Calibration, deployment):
     measured_flops = cal.matmul_flops.get("fp32" if gpu.id == CPU else compute)
     eager = gpu.id == CPU or d.engine.id in EAGER_ENGINES or cal.launch_graph_us is None
     floor_us = cal.launch_eager_us if eager else cal.launch_graph_us
-    engine = replace(d.engine, bw_efficiency=cal.copy_bw_bytes_s / gpu.memory_bw_bytes_s, memory_efficiency={},
+    bw = cal.weight_bw(d.batch)
+    engine = replace(d.engine, bw_efficiency=bw / gpu.memory_bw_bytes_s, memory_efficiency={},
                      kernel_floor_us=floor_us, source=f"calibration {cal.source}",
                      flops_efficiency=(measured_flops / gpu.peak_flops(compute)) if measured_flops else
                      d.engine.flops_efficiency)
-    notes = [f"measured by calibrate on {cal.device_name} ({cal.created}): memory bandwidth "
-             f"{cal.copy_bw_bytes_s / 1e9:.1f} GB/s (copy, read + write)"
+    notes = [f"measured by calibrate on {cal.device_name} ({cal.created}): weight stream "
+             f"{bw / 1e9:.1f} GB/s ({'GEMV at batch ' + str(d.batch) if cal.gemv else 'copy, read + write'})"
              + (f", {compute} matmul {measured_flops / 1e12:.3g} TFLOP/s" if measured_flops else "")
              + f", kernel floor {floor_us:.2f} us ({'eager' if eager else 'in a CUDA graph'})"]
     link = d.link
@@ -148,3 +163,11 @@ def apply(cal: Calibration, deployment):
         notes[0] += f", allreduce latency {alpha * 1e6:.1f} us ({cal.gpus} GPUs)"
     notes.append(f"not measured: host time per pass {engine.host_ms_per_pass} ms (engine profile '{engine.id}')")
     return replace(d, gpu=gpu, engine=engine, link=link), tuple(notes)
+
+
+def calibrate_deployment(deployment, path: str | None):
+    """(deployment, notes) for `model --calibration PATH`: unchanged without a file, except
+    that the CPU, which has no datasheet numbers, needs one."""
+    cal = load(path, deployment.gpu.id) if path else None
+    check_cpu_device(deployment.gpu, cal)
+    return apply(cal, deployment) if cal else (deployment, ())
