@@ -3,7 +3,6 @@ square matmuls per dtype, GEMV / skinny GEMM at a model's own linear shapes for 
 1..64, launch cost eager and inside a CUDA graph, allreduce latency between local GPUs —
 into a Calibration. torch is imported only here and in bench."""
 
-import os
 import platform
 import time
 from dataclasses import dataclass, replace
@@ -162,18 +161,8 @@ def _identity(torch, dev) -> tuple[str, str, float]:
         except DecodescopeError:
             gid = p.name  # not in the database: the file still records what it measured
         return p.name, gid, float(p.total_memory)
-    return _cpu_name(), CPU, float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} CPUs)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} CPUs)"
+    from decodescope.hardware.probe import cpu_name, host_memory_bytes
+    return cpu_name(), CPU, float(host_memory_bytes())
 
 
 def _versions(torch) -> dict:
