@@ -20,7 +20,8 @@ QUERY = ("index,name,memory.total,driver_version,pci.bus_id,pcie.link.gen.curren
 # nvidia-smi topo -m legend -> `decodescope model --link` id (gpus.toml [interconnect.*] descriptions)
 TOPO_LINKS = {"PIX": "pcie-switch", "PXB": "pcie-switch", "PHB": "pcie", "NODE": "pcie", "SYS": "pcie-sys",
               "SOC": "pcie-sys"}  # SOC: what drivers before 2017 printed for SYS
-NVSWITCH_MIN_GPUS = 4  # NVLink between every pair of 4+ GPUs: an NVSwitch board (bridges join pairs)
+NVSWITCH_MIN_GPUS = 4
+SYS_PCI = Path("/sys/bus/pci/devices")  # NVLink between every pair of 4+ GPUs: an NVSwitch board (bridges join pairs)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def _sys_affinity(gpus: dict, notes: list) -> None:
         m = re.search(r"([0-9a-f]{4,8}):([0-9a-f]{2}:[0-9a-f]{2}\.\d)$", bus)
         if not m:
             continue
-        d = Path("/sys/bus/pci/devices") / f"{m[1][-4:]}:{m[2]}"
+        d = SYS_PCI / f"{m[1][-4:]}:{m[2]}"
         try:
             numa = int((d / "numa_node").read_text())
             g.setdefault("numa_node", numa if numa >= 0 else None)
