@@ -153,7 +153,8 @@ def apply(cal: Calibration, deployment):
                      d.engine.flops_efficiency)
     notes = [f"measured by calibrate on {cal.device_name} ({cal.created}): weight stream "
              f"{bw / 1e9:.1f} GB/s ({'GEMV at batch ' + str(d.batch) if cal.gemv else 'copy, read + write'})"
-             + (f", {compute} matmul {measured_flops / 1e12:.3g} TFLOP/s" if measured_flops else "")
+             + (f", {'fp32' if gpu.id == CPU else compute} matmul {measured_flops / 1e12:.3g} TFLOP/s"
+                if measured_flops else "")
              + f", kernel floor {floor_us:.2f} us ({'eager' if eager else 'in a CUDA graph'})"]
     link = d.link
     if d.gpus > 1 and cal.allreduce:
