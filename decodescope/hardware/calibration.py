@@ -146,7 +146,8 @@ def apply(cal: Calibration, deployment):
     measured_flops = cal.matmul_flops.get("fp32" if gpu.id == CPU else compute)
     eager = gpu.id == CPU or d.engine.id in EAGER_ENGINES or cal.launch_graph_us is None
     floor_us = cal.launch_eager_us if eager else cal.launch_graph_us
-    bw = cal.weight_bw(d.batch)
+    # a GEMV faster than the ceiling found its weights in cache (too small a rotation): cap it
+    bw = min(cal.weight_bw(d.batch), gpu.memory_bw_bytes_s)
     engine = replace(d.engine, bw_efficiency=bw / gpu.memory_bw_bytes_s, memory_efficiency={},
                      kernel_floor_us=floor_us, source=f"calibration {cal.source}",
                      flops_efficiency=(measured_flops / gpu.peak_flops(compute)) if measured_flops else

@@ -134,7 +134,9 @@ def cpu_device() -> GPU:
     t = _raw()["device"]["cpu"]
     return GPU(id="cpu", name=t["name"], vendor=t["vendor"], aliases=(), memory_bytes=0.0, memory_bw_bytes_s=0.0,
                flops={}, link=t["link"], link_bw_bytes_s=0.0, pcie_gen=0, pcie_lanes=0,
-               memory_type=t["memory_type"], p2p=False)
+               memory_type=t["memory_type"], p2p=False,
+               sources=dict.fromkeys(("memory_bytes", "memory_bw_bytes_s"),
+                                     "none: measured per machine by `decodescope calibrate --device cpu`"))
 
 
 def get_gpu(name: str) -> GPU:

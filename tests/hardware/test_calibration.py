@@ -124,3 +124,13 @@ def test_model_cli_refuses_a_calibration_of_another_device(tmp_path):
     save(CPU_CAL, f)
     r = model("llama-3.1-8b", "--gpu", "h100", "--calibration", str(f))
     assert r.returncode == 2 and "was measured on 'cpu'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_gemv_faster_than_the_ceiling_is_capped_at_it():
+    # 20 GB/s measured against a best copy of 12 GB/s: the weights sat in cache
+    cal = replace(CPU_CAL, gemv=(Gemv(128, 256, 1, "fp32", 1.0, 20e9),))
+    arch = load_arch(LLAMA)
+    d, _ = apply(cal, make_deployment(arch, "cpu", weights="fp32", engine="gpt-fast"))
+    assert d.engine.bw_efficiency == 1.0
+    p = predict(arch, d)
+    assert p.expected.tok_s < p.ceiling.tok_s
