@@ -270,8 +270,10 @@ def _model_side(raw: RawConfig, cfg: BenchConfig, device_id: str, calibration):
                             context=cfg.context + WARMUP + cfg.steps // 2, engine=ENGINE)
     except DecodescopeError as e:
         return None, None, (f"model ceiling / expected: {e.what}",)
-    notes = ()
+    notes = ("model: the fp32 KV cache counted at 2 bytes per value (its KV dtypes are 16- and 8-bit)",) \
+        if cfg.dtype == "fp32" else ()
     if calibration is not None:
-        d, notes = apply(calibration, d)
+        d, measured = apply(calibration, d)
+        notes += measured
     p = predict(arch, d)
     return p.ceiling.tok_s, p.expected.tok_s, notes
