@@ -1,6 +1,8 @@
-"""Measurements made on an NVIDIA H200 by benchmarks/gpu_check.py (tests/data/h200/,
-a plain PyTorch decode loop with random weights, CUDA graphs): the model's byte count
-must equal the real tensors', and no measured step may beat the ceiling."""
+"""Measurements made once on an NVIDIA H200 (tests/data/h200/: a plain PyTorch decode loop
+with random weights and CUDA graphs, by the script that `decodescope calibrate` and
+`decodescope bench` replace; its probe.txt is read by tests/hardware/test_probe_parse.py):
+the model's byte count must equal the real tensors', and no measured step may beat the
+ceiling."""
 
 import json
 from pathlib import Path

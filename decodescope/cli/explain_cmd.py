@@ -8,12 +8,14 @@ import click
 from decodescope.cli.model_cmd import model as model_command
 from decodescope.errors import DecodescopeError
 
-DEPLOYMENT_FLAGS = ("gpu", "gpus", "tp", "pp", "ep", "weights", "kv", "batch", "context", "spec", "accept",
-                    "draft_model", "engine", "link")
+# every option of `decodescope model` that describes the deployment (one definition of each)
+DEPLOYMENT_FLAGS = tuple(p.name for p in model_command.params
+                         if isinstance(p, click.Option) and p.name not in ("as_json", "list_presets", "calibration"))
 
 
-def explanation(model: str, obs, target: float | None = None, **flags):
-    """Reconcile observations with `decodescope model`'s prediction for the same flags."""
+def explanation(model: str, obs, target: float | None = None, calibration: str | None = None, **flags):
+    """Reconcile observations with `decodescope model`'s prediction for the same flags (and
+    calibration file: its measured numbers replace the engine profile's, as in `model`)."""
     from decodescope.arch import build_arch, load_config
     from decodescope.cli.model_cmd import _draft, _max_positions
     from decodescope.explain import reconcile
@@ -29,7 +31,12 @@ def explanation(model: str, obs, target: float | None = None, **flags):
     elif flags.get("accept") is None:
         flags["accept"] = sum(p.accept_len for p in obs.points) / len(obs.points)  # the points' mean
     d = make_deployment(arch, **flags, draft=_draft(draft) if draft else None)
+    from dataclasses import replace
+
+    from decodescope.hardware.calibration import calibrate_deployment
+    d, measured = calibrate_deployment(d, calibration)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
+    p = replace(p, notes=p.notes + measured)
     return reconcile(arch, d, p, obs, target)
 
 
@@ -73,9 +80,9 @@ def explain(args, log_file, segment, points, target, as_markdown, html_path, **f
     as_json = flags.pop("as_json")
     if target is not None and not target > 0:
         raise click.BadParameter("must be > 0 tok/s", param_hint="--target")
-    e = explanation(model, merge(*parts), target, **{k: flags[k] for k in DEPLOYMENT_FLAGS})
+    e = explanation(model, merge(*parts), target, flags["calibration"], **{k: flags[k] for k in DEPLOYMENT_FLAGS})
     render(e, as_json, as_markdown, html_path)
 
 
 # the deployment flags of `decodescope model`, the same options (one definition), and --json
-explain.params += [p for p in model_command.params if p.name in DEPLOYMENT_FLAGS + ("as_json",)]
+explain.params += [p for p in model_command.params if p.name in DEPLOYMENT_FLAGS + ("as_json", "calibration")]

@@ -18,6 +18,9 @@ COMMANDS = {
     "validate": "decodescope.cli.validate_cmd:validate",
     "explain": "decodescope.cli.explain_cmd:explain",
     "demo": "decodescope.cli.demo_cmd:demo",
+    "probe": "decodescope.cli.probe_cmd:probe",
+    "calibrate": "decodescope.cli.calibrate_cmd:calibrate",
+    "bench": "decodescope.cli.bench_cmd:bench",
 }
 
 

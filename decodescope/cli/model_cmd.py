@@ -31,10 +31,12 @@ from decodescope.arch import build_arch, load_config, presets
               help="all requests decode the same token at each step, as benchmarks that feed one token id "
                    "to every sequence do: a MoE layer then reads the experts of one request "
                    "(KV cache and state are still per request)")
+@click.option("--calibration", type=click.Path(dir_okay=False),
+              help="calibration file (`decodescope calibrate`): measured numbers replace the engine profile's")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
 def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
-          same_tokens, as_json, list_presets):
+          same_tokens, calibration, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
@@ -48,7 +50,10 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
                         draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens)
+    from decodescope.hardware.calibration import calibrate_deployment
+    d, measured = calibrate_deployment(d, calibration)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
+    p = replace(p, notes=p.notes + measured)
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=1))
     else:

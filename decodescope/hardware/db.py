@@ -127,11 +127,26 @@ def _candidates(name: str):
         yield key
 
 
+@functools.cache
+def cpu_device() -> GPU:
+    """The host CPU ([device.cpu]): no datasheet numbers; a calibration file gives them
+    (decodescope.hardware.calibration.calibrated_gpu)."""
+    t = _raw()["device"]["cpu"]
+    return GPU(id="cpu", name=t["name"], vendor=t["vendor"], aliases=(), memory_bytes=0.0, memory_bw_bytes_s=0.0,
+               flops={}, link=t["link"], link_bw_bytes_s=0.0, pcie_gen=0, pcie_lanes=0,
+               memory_type=t["memory_type"], p2p=False,
+               sources=dict.fromkeys(("memory_bytes", "memory_bw_bytes_s"),
+                                     "none: measured per machine by `decodescope calibrate --device cpu`"))
+
+
 def get_gpu(name: str) -> GPU:
-    """Look a GPU up by id, alias or marketing name ("RTX A6000", "nvidia_h100_80gb_hbm3").
+    """Look a GPU up by id, alias or marketing name ("RTX A6000", "nvidia_h100_80gb_hbm3"),
+    or "cpu" for the host CPU.
 
     Case-insensitive; spaces, underscores and '-' are the same. Raises DecodescopeError
     naming the closest ids when nothing matches."""
+    if normalize(name) == "cpu":
+        return cpu_device()
     names = _names()
     for key in _candidates(name):
         if key in names:
