@@ -43,7 +43,7 @@ class WeightFormat:
         if not t.linear or (mtp and self.mtp_bits == 16.0):
             return BF16  # norms, biases, routers, convs, A_log: kept in the checkpoint dtype
         if t.name == "lm_head":
-            return self.base._replace(bits=self.head_bits) if self.head_bits < 16 else BF16
+            return self.base._replace(bits=self.head_bits) if self.head_bits != 16 else BF16
         names = module_names(t)
         if any(_matches(n, pat) for n in names for pat in self.ignore):
             return BF16
@@ -51,7 +51,7 @@ class WeightFormat:
             return next((f for pat, f in self.per_tensor if any(_matches(n, pat) for n in names)), BF16)
         if self.scope == "experts" and t.experts == 1 or self.scope == "mlp" and not _is_mlp(t):
             return BF16
-        return self.base if self.bits < 16 else BF16
+        return self.base if self.bits != 16 else BF16  # fp32 (--weights fp32) keeps its 32 bits
 
     def tensor_bits(self, t: Tensor, mtp: bool = False) -> float:
         return self.tensor_format(t, mtp).bits
