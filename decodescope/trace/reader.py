@@ -1,0 +1,254 @@
+"""Streaming reader of torch-profiler (Kineto) Chrome traces, `.json` or `.json.gz`.
+
+The file is never loaded whole: it is decompressed in blocks and each block is cut at an
+event boundary. Kineto writes every event with the same key order
+(`"ph": "X", "cat": ..., "name": ..., "pid": ..., "tid": ..., "ts": ..., "dur": ...`), so
+one regular expression pulls the few fields needed out of a block in C, without building
+a Python object per event. A block where that fast pattern does not account for every
+wanted event (another writer's layout, an unescaped quote in a name) is parsed event by
+event with orjson instead, and events that are not valid JSON are counted and skipped.
+"""
+
+import re
+import zlib
+from dataclasses import dataclass, field
+
+import orjson
+
+BLOCK_BYTES = 16 << 20  # decompressed bytes per block: bounds memory, amortises the regex calls
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
+WANTED = GPU_CATS + LAUNCH_CATS + ANNOTATION_CATS
+_CATS = b"|".join(c.encode() for c in WANTED)
+
+# the name as an unrolled string loop and the args scanned up to "correlation" without
+# backtracking: both measured 4x and 14x faster than the plain forms on a real trace
+_FAST = re.compile(
+    rb'"ph": "X", "cat": "(' + _CATS + rb')", "name": "([^"\\]*(?:\\.[^"\\]*)*)", '
+    rb'"pid": ("[^"]*"|-?\d+), "tid": ("[^"]*"|-?\d+),\s*"ts": (-?[\d.eE+]+), "dur": (-?[\d.eE+]+)'
+    rb'(?:,\s*"args": \{[^{}"]*(?:"(?!correlation")[^{}"]*)*"correlation": (\d+))?'
+)
+# every wanted event, however written: Kineto's spacing first (a literal prefix, fast), then compact
+_CAT_COUNTS = (re.compile(rb'"cat": "(?:' + _CATS + rb')"'), re.compile(rb'"cat":"(?:' + _CATS + rb')"'))
+_EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
+_EVENTS_END = re.compile(rb'\}\s*\]\s*(?:,\s*"|\}\s*$)')
+_SEP = re.compile(rb"\}\s*,\s*\{")
+_KINETO_SEP = b"\n  },\n  {"
+_RANK = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"rank\\?":\s*(\d+)')
+_WORLD = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"world_size\\?":\s*(\d+)')
+_DEVICE = re.compile(rb'"deviceProperties":\s*\[\s*\{[^}]*?"name":\s*"([^"]*)"')
+_HEADER_LIMIT = 64 << 20  # bytes read looking for "traceEvents" before calling the file not a trace
+
+
+@dataclass
+class RawTrace:
+    """What one file holds that the step breakdown needs; times in µs on the file's clock."""
+
+    path: str
+    names: list[str] = field(default_factory=list)  # name id -> kernel / event name
+    # (start µs, end µs, name id, correlation or -1, device, stream) per kernel / memcpy / memset
+    gpu: list[tuple] = field(default_factory=list)
+    gpu_cat: list[str] = field(default_factory=list)  # name id -> cat ("kernel", "gpu_memcpy", ...)
+    launch_ts: dict[int, float] = field(default_factory=dict)  # correlation -> start of its runtime call (µs)
+    graph_launches: list[tuple[float, int]] = field(default_factory=list)  # (start µs, correlation)
+    annotations: list[tuple[str, float, float, bool]] = field(default_factory=list)  # name, start, end, on GPU
+    device_name: str = ""
+    rank: int | None = None  # global rank from distributedInfo
+    world_size: int | None = None
+    bytes_read: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def read_trace(path: str) -> RawTrace:
+    """Read one trace file; damage is recorded in `problems`, never raised past what was read."""
+    t = RawTrace(path=str(path))
+    st = _State(t)
+    try:
+        for block in _blocks(path, t):
+            st.feed(block)
+        st.finish()
+    except OSError as e:
+        t.problems.append(f"could not read {path}: {e.strerror or e}")
+    return t
+
+
+def _blocks(path: str, t: RawTrace):
+    """Decompressed bytes in blocks; a gzip that ends early yields what it had and says so."""
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(0)
+        if head != b"\x1f\x8b":
+            while chunk := f.read(BLOCK_BYTES):
+                t.bytes_read += len(chunk)
+                yield chunk
+            return
+        d = zlib.decompressobj(wbits=31)
+        while chunk := f.read(BLOCK_BYTES // 4):
+            while chunk:
+                try:
+                    out = d.decompress(chunk)
+                except zlib.error as e:
+                    t.problems.append(f"gzip data is corrupt after {t.bytes_read / 1e6:.1f} MB ({e}); "
+                                      "the rest of the file is skipped")
+                    return
+                t.bytes_read += len(out)
+                yield out
+                chunk = d.unused_data  # a second gzip member follows
+                if chunk:
+                    d = zlib.decompressobj(wbits=31)
+        if not d.eof:
+            t.problems.append(f"the gzip stream ends early (truncated file?) after {t.bytes_read / 1e6:.1f} MB "
+                              "of JSON; the events before that point are reported")
+
+
+class _State:
+    """Cuts the byte stream into header, whole-event blocks and tail."""
+
+    def __init__(self, t: RawTrace):
+        self.t = t
+        self.buf = b""
+        self.header = b""
+        self.in_events = False
+        self.tail = b""
+        self.name_ids: dict[bytes, int] = {}
+        self.bad_events = 0
+
+    def feed(self, data: bytes) -> None:
+        self.buf += data
+        if not self.in_events:
+            m = _EVENTS_START.search(self.buf)
+            if not m:
+                if len(self.buf) > _HEADER_LIMIT:
+                    raise _NotATrace()
+                return
+            self.header = self.buf[: m.start()]
+            self.buf = self.buf[m.end():]
+            self.in_events = True
+        cut = self.buf.rfind(_KINETO_SEP)
+        cut = cut + 4 if cut >= 0 else self._generic_cut()
+        if cut > 0:
+            self._events(self.buf[:cut])
+            self.buf = self.buf[cut:]
+
+    def _generic_cut(self) -> int:
+        last = None
+        for last in _SEP.finditer(self.buf):
+            pass
+        return last.start() + 1 if last else -1
+
+    def finish(self) -> None:
+        t = self.t
+        if not self.in_events:
+            t.problems.append("no \"traceEvents\" list found: not a torch-profiler Chrome trace")
+            self.tail = self.buf
+        else:
+            m = _EVENTS_END.search(self.buf)
+            if m:
+                self._events(self.buf[: m.start() + 1])
+                self.tail = self.buf[m.start():]
+            else:
+                t.problems.append("the event list is not closed (truncated file?); the events read are reported")
+                self._events(self.buf)
+        if self.bad_events:
+            t.problems.append(f"{self.bad_events} events are not valid JSON and were skipped")
+        meta = self.header + self.tail
+        t.rank = _int(_RANK.search(meta))
+        t.world_size = _int(_WORLD.search(meta))
+        m = _DEVICE.search(self.header)
+        t.device_name = m.group(1).decode(errors="replace") if m else ""
+
+    def _events(self, block: bytes) -> None:
+        rows = _FAST.findall(block)
+        if len(rows) == sum(len(c.findall(block)) for c in _CAT_COUNTS):
+            self._fast_rows(rows)
+        else:
+            self._slow(block)
+
+    def _name_id(self, raw: bytes, cat: str) -> int:
+        i = self.name_ids.get(raw)
+        if i is None:
+            i = self.name_ids[raw] = len(self.t.names)
+            self.t.names.append(orjson.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode(errors="replace"))
+            self.t.gpu_cat.append(cat)
+        return i
+
+    def _fast_rows(self, rows) -> None:
+        t = self.t
+        gpu, launch, graphs, name_id = t.gpu.append, t.launch_ts, t.graph_launches.append, self._name_id
+        for cat, name, pid, tid, ts, dur, corr in rows:
+            start = float(ts)
+            if cat == b"kernel" or cat == b"gpu_memcpy" or cat == b"gpu_memset":
+                gpu((start, start + float(dur), name_id(name, cat.decode()), int(corr) if corr else -1,
+                     _id(pid), _id(tid)))
+            elif cat == b"cuda_runtime" or cat == b"cuda_driver":
+                if corr:
+                    launch[int(corr)] = start
+                    if b"GraphLaunch" in name:
+                        graphs((start, int(corr)))
+            else:
+                t.annotations.append((t.names[name_id(name, cat.decode())], start, start + float(dur),
+                                      cat == b"gpu_user_annotation"))
+
+    def _slow(self, block: bytes) -> None:
+        """Event by event with a real JSON parser; a piece that fails is retried joined to the next."""
+        pieces = _SEP.split(block.strip().lstrip(b",").strip())
+        if pieces:
+            pieces[0] = pieces[0].lstrip()[1:] if pieces[0].lstrip().startswith(b"{") else pieces[0]
+            pieces[-1] = pieces[-1].rstrip()[:-1] if pieces[-1].rstrip().endswith(b"}") else pieces[-1]
+        pending = b""
+        for p in pieces:
+            text = pending + b"}, {" + p if pending else p
+            try:
+                e = orjson.loads(b"{" + text + b"}")
+            except orjson.JSONDecodeError:
+                if len(text) > 1 << 20:  # not a split string: give up on this stretch
+                    self.bad_events += 1
+                    pending = b""
+                else:
+                    pending = text
+                continue
+            pending = b""
+            self._event(e)
+        if pending:
+            self.bad_events += 1
+
+    def _event(self, e: dict) -> None:
+        cat = e.get("cat")
+        if e.get("ph") != "X" or cat not in WANTED:
+            return
+        try:
+            start, end = float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))
+        except (KeyError, TypeError, ValueError):
+            self.bad_events += 1
+            return
+        name = str(e.get("name", "")).encode()
+        args = e.get("args") or {}
+        corr = args.get("correlation")
+        corr = int(corr) if isinstance(corr, int | float) else -1
+        if cat in GPU_CATS:
+            raw = orjson.dumps(e.get("name", ""))[1:-1]
+            self.t.gpu.append((start, end, self._name_id(raw, cat), corr, _id(e.get("pid")), _id(e.get("tid"))))
+        elif cat in LAUNCH_CATS:
+            if corr >= 0:
+                self.t.launch_ts[corr] = start
+                if b"GraphLaunch" in name:
+                    self.t.graph_launches.append((start, corr))
+        else:
+            self.t.annotations.append((str(e.get("name", "")), start, end, cat == "gpu_user_annotation"))
+
+
+class _NotATrace(OSError):
+    def __init__(self):
+        super().__init__("no \"traceEvents\" list in the first 64 MB: not a torch-profiler Chrome trace")
+
+
+def _id(v):
+    """pid / tid as int where it is one (Kineto also writes strings such as "Spans")."""
+    if isinstance(v, bytes):
+        return int(v) if v[:1] != b'"' else v.strip(b'"').decode(errors="replace")
+    return v
+
+
+def _int(m) -> int | None:
+    return int(m.group(1)) if m else None
