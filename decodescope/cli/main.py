@@ -15,6 +15,7 @@ COMMANDS = {
     "measure": "decodescope.cli.measure_cmd:measure",
     "log": "decodescope.cli.log_cmd:log",
     "show": "decodescope.cli.show_cmd:show",
+    "trace": "decodescope.cli.trace_cmd:trace",
 }
 
 
