@@ -99,7 +99,7 @@ def _analyse_one(job: tuple[str, str]) -> RankResult:
         file=path, rank=raw.rank if raw.rank is not None else int(by_name.group(1)) if by_name else None,
         tp_rank=int(tp.group(1)) if tp else None, device=raw.device_name, step_source=str(found.source),
         steps=kept, steps_found=len(found.steps), outside_ms=found.outside_ms,
-        first_gpu_us=min((ev[0] for ev in raw.gpu), default=None), bytes_read=raw.bytes_read,
+        first_gpu_us=raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
         problems=tuple(problems))
 
 
