@@ -24,7 +24,18 @@ def print_trace(d: dict, console: Console | None = None) -> None:
                       highlight=False)
     if d["steps"]:
         console.print(_table(d))
+    if d.get("model") and d["steps"]:
+        console.print(_model_table(d["model"]))
     _footer(d, console)
+
+
+def _model_table(m: dict) -> Table:
+    t = Table(title=f"median step against the model's expected round: {m['model']}", title_justify="left")
+    for c in ("trace <-> model term", "measured (ms)", "model (ms)"):
+        t.add_column(c, justify="left" if c.startswith("trace") else "right")
+    for r in m["rows"]:
+        t.add_row(r["term"], _ms(r["measured_ms"]), _ms(r["model_ms"]))
+    return t
 
 
 def _table(d: dict) -> Table:
