@@ -66,7 +66,8 @@ class TraceReport:
 
 
 def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
-    jobs = [(str(p), step_filter) for p in paths]
+    # one file: its byte ranges on all cores; many: one process per file
+    jobs = [(str(p), step_filter, 1 if len(paths) > 1 else os.cpu_count() or 1) for p in paths]
     if len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
             ranks = list(pool.map(_analyse_one, jobs))
@@ -83,9 +84,9 @@ def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
     return TraceReport(step_filter, tuple(ranks), tuple(problems))
 
 
-def _analyse_one(job: tuple[str, str]) -> RankResult:
-    path, step_filter = job
-    raw = read_trace(path)
+def _analyse_one(job: tuple[str, str, int]) -> RankResult:
+    path, step_filter, workers = job
+    raw = read_trace(path, workers)
     found = find_steps(raw)
     problems = list(raw.problems)
     if not raw.gpu:

@@ -99,3 +99,18 @@ def test_not_a_trace(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "not a torch-profiler Chrome trace" in r.stdout
     assert "no steps" in r.stderr
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_byte_ranges_read_like_one_pass(tmp_path, monkeypatch, workers):
+    """A plain file read in byte ranges by parallel processes (done for large files; the
+    threshold lowered here so that the 11 MB eager trace is split)."""
+    plain = tmp_path / "eager.json"
+    plain.write_bytes(gzip.decompress(EAGER.read_bytes()))
+    one = read_trace(str(plain))
+    monkeypatch.setattr("decodescope.trace.reader.PARALLEL_BYTES", 1)
+    many = read_trace(str(plain), workers)
+    assert many.problems == [] and many.device_name == "NVIDIA H200"
+    assert sorted((s, e, many.names[n], c) for s, e, n, c in many.gpu) == \
+        sorted((s, e, one.names[n], c) for s, e, n, c in one.gpu)
+    assert many.launch_ts == one.launch_ts and sorted(many.annotations) == sorted(one.annotations)
