@@ -55,6 +55,8 @@ def _table(d: dict) -> Table:
     t.add_row("GPU busy", _ms(d["busy_ms"]), _pct(d["busy_ms"], wall), *(_ms(r["busy_ms"]) for r in ranks))
     t.add_row("GPU idle (launch, host, scheduler)", _ms(d["idle_ms"]), _pct(d["idle_ms"], wall),
               *(_ms(r["idle_ms"]) for r in ranks))
+    t.add_row("  of which between steps", _ms(d["idle_between_ms"]), _pct(d["idle_between_ms"], wall),
+              *(_ms(r["idle_between_ms"]) for r in ranks))
     t.add_row("step wall", _ms(wall), "100", *(_ms(r["step_ms"]["p50"]) for r in ranks))
     return t
 
@@ -78,11 +80,12 @@ def write_csv(report, path: str) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["file", "rank", "tp_rank", "step", "label", "phase", "start_ms", "wall_ms", "busy_ms", "idle_ms",
-                    "kernels", *(f"{c}_ms" for c in classes)])
+                    "idle_between_ms", "kernels", *(f"{c}_ms" for c in classes)])
         for r in report.ranks:
             for s in r.steps:
                 w.writerow([r.file, _blank(r.rank), _blank(r.tp_rank), s.index, s.label, s.phase.value,
-                            f"{s.start_ms:.6f}", f"{s.wall_ms:.6f}", f"{s.busy_ms:.6f}", f"{s.idle_ms:.6f}", s.kernels,
+                            f"{s.start_ms:.6f}", f"{s.wall_ms:.6f}", f"{s.busy_ms:.6f}", f"{s.idle_ms:.6f}",
+                            f"{s.idle_between_ms:.6f}", s.kernels,
                             *(f"{s.by_class.get(c, 0.0):.6f}" for c in classes)])
 
 

@@ -15,7 +15,9 @@ Per step (times in ms): wall = from the step's first GPU event to the next step'
 GPU event (the last step: to its own last GPU end), so host, launch and scheduler time
 between steps is the step's idle; busy = the union of its GPU events over all streams;
 an instant when two events overlap goes to the one that started first, so the classes
-add up to busy; idle = wall - busy.
+add up to busy; idle = wall - busy, of which `idle_between_ms` is the gap from the step's
+last GPU event to the next step's first (the host and scheduler between steps) and the
+rest lies between the step's own kernels (launches, host stalls inside the step).
 """
 
 import re
@@ -64,6 +66,7 @@ class Step:
     wall_ms: float
     busy_ms: float
     idle_ms: float
+    idle_between_ms: float  # part of idle_ms after the step's last GPU event, before the next step
     by_class: dict[str, float]  # class -> busy ms, overlap counted once
     kernels: int  # GPU events in the step
     unknown_ms: dict[str, float]  # kernels no rule matched: name -> ms in this step
@@ -71,7 +74,7 @@ class Step:
     def to_dict(self) -> dict:
         return {"index": self.index, "label": self.label, "phase": str(self.phase), "start_ms": self.start_ms,
                 "wall_ms": self.wall_ms, "busy_ms": self.busy_ms, "idle_ms": self.idle_ms,
-                "by_class": self.by_class, "kernels": self.kernels}
+                "idle_between_ms": self.idle_between_ms, "by_class": self.by_class, "kernels": self.kernels}
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,7 @@ def _breakdown(raw: RawTrace, source: StepSource, windows, groups) -> RankSteps:
         busy = sum(by_class.values())
         inside += busy
         steps.append(Step(len(steps), windows[i][0], windows[i][3], (span[0] - origin) / 1e3, (end - span[0]) / 1e3,
-                          busy / 1e3, (end - span[0] - busy) / 1e3,
+                          busy / 1e3, (end - span[0] - busy) / 1e3, max(0.0, end - span[1]) / 1e3,
                           {str(k): v / 1e3 for k, v in by_class.items()}, len(g),
                           {raw.names[k]: v / 1e3 for k, v in unk.items()}))
     total = _union(sorted(raw.gpu))

@@ -123,6 +123,7 @@ def _figures(steps: list[Step]) -> dict:
         "step_ms": _dist([s.wall_ms for s in steps]),
         "busy_ms": _median([s.busy_ms for s in steps]),
         "idle_ms": _median([s.idle_ms for s in steps]),
+        "idle_between_ms": _median([s.idle_between_ms for s in steps]),
         "by_class": {c: _median([s.by_class.get(c, 0.0) for s in steps]) for c in classes},
     }
 

@@ -35,8 +35,9 @@ def test_csv_has_one_row_per_step(tmp_path):
     assert len(rows) == d["steps"] == 5
     assert abs(statistics.median(float(r["wall_ms"]) for r in rows) - d["step_ms"]["p50"]) < 1e-6  # CSV: 6 decimals
     for r in rows:  # classes add up to busy, busy + idle to wall
-        classes = sum(float(v) for k, v in r.items() if k.endswith("_ms") and k not in ("start_ms", "wall_ms",
-                                                                                       "busy_ms", "idle_ms"))
+        classes = sum(float(v) for k, v in r.items() if k.endswith("_ms") and k not in (
+            "start_ms", "wall_ms", "busy_ms", "idle_ms", "idle_between_ms"))
+        assert 0 <= float(r["idle_between_ms"]) <= float(r["idle_ms"])
         assert abs(classes - float(r["busy_ms"])) < 1e-5
         assert abs(float(r["busy_ms"]) + float(r["idle_ms"]) - float(r["wall_ms"])) < 1e-5
 

@@ -41,9 +41,11 @@ def test_graph_step_wall_is_the_launch_to_launch_period():
                    if e.get("cat") == "gpu_user_annotation")
     gpu = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in GPU]
     firsts = [min(e["ts"] for e in gpu if s <= e["ts"] < end) for s, end in spans]
+    lasts = [max(e["ts"] + e["dur"] for e in gpu if s <= e["ts"] < end) for s, end in spans]
     r = find_steps(read_trace(str(GRAPH)))
-    for step, a, b in zip(r.steps, firsts, firsts[1:]):
+    for step, a, b, last in zip(r.steps, firsts, firsts[1:], lasts):
         assert step.wall_ms == pytest.approx((b - a) / 1e3, abs=1e-5)
+        assert step.idle_between_ms == pytest.approx(max(0.0, b - last) / 1e3, abs=1e-5)
     # the H200 graph replay of a Llama-8B-shaped decode: about 7.1 ms per step, 91 % busy
     assert 6.5 < r.steps[0].wall_ms < 8 and r.steps[0].busy_ms / r.steps[0].wall_ms > 0.85
 
