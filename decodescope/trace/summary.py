@@ -89,7 +89,7 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
     raw = read_trace(path, workers)
     found = find_steps(raw)
     problems = list(raw.problems)
-    if not raw.gpu:
+    if not raw.gpu and not any("not a torch-profiler" in p for p in problems):
         problems.append("no GPU events (kernels, memcpy, memset) in this trace: was it recorded with "
                         "ProfilerActivity.CUDA, on a GPU?")
     kept = _filter(found.steps, step_filter, problems)
