@@ -8,6 +8,7 @@ from conftest import EAGER, GRAPH, load, public, write
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import Phase, StepSource, find_steps
+from decodescope.trace.summary import analyse
 
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -96,9 +97,12 @@ def test_sglang_step_names_and_phases(tmp_path):
 
 def test_vllm_step_names_and_phases(tmp_path):
     names = ["execute_context_1(12)_generation_0(0)"] + ["execute_context_0(0)_generation_1(1)"] * 4
-    r = find_steps(read_trace(str(_renamed(tmp_path, names, "dp0_pp0_tp1_dcp0_ep0_rank1.1.pt.trace.json.gz"))))
+    path = _renamed(tmp_path, names, "dp0_pp0_tp3_dcp0_ep0_rank7.1764000000.pt.trace.json.gz")
+    r = find_steps(read_trace(str(path)))
     assert r.source is StepSource.VLLM
     assert [s.phase for s in r.steps] == [Phase.PREFILL] + [Phase.DECODE] * 4
+    rank = analyse([str(path)]).ranks[0]  # no distributedInfo in this trace: both from the name
+    assert (rank.tp_rank, rank.rank, len(rank.steps), rank.steps_found) == (3, 7, 4, 5)
 
 
 def test_profiler_steps_on_a_public_nccl_trace():
