@@ -26,7 +26,21 @@ def print_trace(d: dict, console: Console | None = None) -> None:
         console.print(_table(d))
     if d.get("model") and d["steps"]:
         console.print(_model_table(d["model"]))
+    for r in d["ranks"]:
+        if r["gemm_bandwidth"]:
+            console.print(_bandwidth_table(r))
     _footer(d, console)
+
+
+def _bandwidth_table(r: dict) -> Table:
+    t = Table(title=f"rank {_rank(r)}: GEMMs with recorded shapes, whole trace (bytes: inputs read + output "
+                    "written once)", title_justify="left")
+    for c in ("op", "Input Dims", "dtype", "calls", "ms", "MB per call", "achieved GB/s"):
+        t.add_column(c, justify="right" if c in ("calls", "ms", "MB per call", "achieved GB/s") else "left")
+    for g in r["gemm_bandwidth"]:
+        t.add_row(g["op"], g["dims"], g["dtype"], str(g["calls"]), _ms(g["ms"]), f"{g['bytes'] / 1e6:.1f}",
+                  f"{g['gb_s']:.0f}")
+    return t
 
 
 def _model_table(m: dict) -> Table:

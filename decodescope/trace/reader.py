@@ -36,6 +36,12 @@ _FAST = re.compile(
     rb'\s*"ts": (\d+(?:\.\d+)?), "dur": (\d+(?:\.\d+)?)'
     rb'(?:,\s*"args": \{[^}]*"correlation": (\d+))?(?=,|\s*\}))?'
 )
+# with record_shapes=True: GEMM ops with their args, and the launch calls' threads (for
+# linking a launch to the op it ran inside); looked for only in blocks with "Input Dims"
+_SHAPED = re.compile(rb'"cat": "cpu_op", "name": "aten::(mm|addmm|bmm)", "pid": [^,]*, "tid": (-?\d+),'
+                     rb'\s*"ts": (\d+(?:\.\d+)?), "dur": (\d+(?:\.\d+)?),\s*"args": \{([^{}]*)\}')
+_LAUNCH_TID = re.compile(rb'"cat": "cuda_runtime", "name": "[^"]*", "pid": [^,]*, "tid": (-?\d+),'
+                         rb'\s*"ts": (\d+(?:\.\d+)?), "dur": [\d.]+,\s*"args": \{[^}]*"correlation": (\d+)')
 _EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
 _EVENTS_END = re.compile(rb'\}\s*\]\s*(?:,\s*"|\}\s*$)')
 _SEP = re.compile(rb"\}\s*,\s*\{")
@@ -60,6 +66,10 @@ class RawTrace:
     launch_ts: dict[int, float] = field(default_factory=dict)  # correlation -> start of its runtime call (µs)
     graph_launches: list[tuple[float, int]] = field(default_factory=list)  # (start µs, correlation)
     annotations: list[tuple[str, float, float, bool]] = field(default_factory=list)  # name, start, end, on GPU
+    # where shapes were recorded: (thread, start, end, op, Input Dims, Input type) of each
+    # aten::mm / addmm / bmm, and (thread, start, correlation) of each launch call
+    shapes: list[tuple] = field(default_factory=list)
+    shaped_launches: list[tuple[int, float, int]] = field(default_factory=list)
     device_name: str = ""
     rank: int | None = None  # global rank from distributedInfo
     world_size: int | None = None
@@ -168,6 +178,8 @@ def _merge(path: str, parts: list[RawTrace]) -> RawTrace:
         t.launch_ts.update(p.launch_ts)
         t.graph_launches.extend(p.graph_launches)
         t.annotations.extend(p.annotations)
+        t.shapes.extend(p.shapes)
+        t.shaped_launches.extend(p.shaped_launches)
         t.problems.extend(p.problems)
         t.bytes_read += p.bytes_read
         t.device_name = t.device_name or p.device_name
@@ -222,6 +234,7 @@ class _State:
         self.cut = 0  # len(hi)
         self.bad_events = 0
         self.compact: bool | None = None  # decided on the first block of events
+        self.shaped: bool | None = None  # the trace records shapes: decided on the first block
 
     def feed(self, data: bytes) -> None:
         self.buf += data
@@ -281,6 +294,21 @@ class _State:
             self._fast_rows(rows)
         else:
             self._slow(block)
+        # after the rows (the first block's rows set the origin); a trace recorded with
+        # shapes has them on its first ops, so the first block decides for the whole file
+        if self.shaped is None:
+            self.shaped = b'"Input Dims"' in block
+        if self.shaped:
+            self._shapes(block)
+
+    def _shapes(self, block: bytes) -> None:
+        t = self.t
+        for op, tid, ts, dur, args in _SHAPED.findall(block):
+            a = _parse(args)
+            if a and "Input Dims" in a and "Input type" in a:
+                start = float(ts) - t.origin_us
+                t.shapes.append((int(tid), start, start + float(dur), op.decode(), a["Input Dims"], a["Input type"]))
+        t.shaped_launches.extend((int(tid), float(ts) - t.origin_us, int(c)) for tid, ts, c in _LAUNCH_TID.findall(block))
 
     def _name_id(self, raw: bytes, cat: bytes | str) -> int:
         i = self.name_ids.get(raw)

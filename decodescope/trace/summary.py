@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from decodescope.measure.stats import distribution
-from decodescope.trace.classify import KernelClass
+from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
+from decodescope.trace.classify import KernelClass, classify
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import Phase, Step, find_steps
 
@@ -38,6 +39,7 @@ class RankResult:
     outside_ms: float
     first_gpu_us: float | None  # first GPU event on the file's clock (µs)
     bytes_read: int
+    gemm_bandwidth: tuple[GemmShape, ...]  # over the whole trace, where shapes were recorded
     problems: tuple[str, ...]
 
 
@@ -101,6 +103,7 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
         tp_rank=int(tp.group(1)) if tp else None, device=raw.device_name, step_source=str(found.source),
         steps=kept, steps_found=len(found.steps), outside_ms=found.outside_ms,
         first_gpu_us=raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
+        gemm_bandwidth=gemm_bandwidth(raw, [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]),
         problems=tuple(problems))
 
 
@@ -149,7 +152,8 @@ def _unknown(steps: list[Step]) -> dict[str, float]:
 def _rank_dict(r: RankResult) -> dict:
     return {"file": r.file, "rank": r.rank, "tp_rank": r.tp_rank, "device": r.device, "step_source": r.step_source,
             "steps": len(r.steps), "steps_found": r.steps_found, **_figures(list(r.steps)),
-            "outside_steps_ms": r.outside_ms, "problems": list(r.problems)}
+            "outside_steps_ms": r.outside_ms, "gemm_bandwidth": [g.to_dict() for g in r.gemm_bandwidth],
+            "problems": list(r.problems)}
 
 
 def stragglers(ranks: tuple[RankResult, ...]) -> list[dict]:
