@@ -9,16 +9,13 @@ wanted event (another writer's layout, an unescaped quote in a name) is parsed e
 event with orjson instead, and events that are not valid JSON are counted and skipped.
 """
 
-import os
 import re
 import zlib
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import orjson
 
 BLOCK_BYTES = 16 << 20  # decompressed bytes per block: bounds memory, amortises the regex calls
-PARALLEL_BYTES = 64 << 20  # a plain .json this large is read in byte ranges, one process per core
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
@@ -42,10 +39,10 @@ _SHAPED = re.compile(rb'"cat": "cpu_op", "name": "aten::(mm|addmm|bmm)", "pid": 
                      rb'\s*"ts": (\d+(?:\.\d+)?), "dur": (\d+(?:\.\d+)?),\s*"args": \{([^{}]*)\}')
 _LAUNCH_TID = re.compile(rb'"cat": "cuda_runtime", "name": "[^"]*", "pid": [^,]*, "tid": (-?\d+),'
                          rb'\s*"ts": (\d+(?:\.\d+)?), "dur": [\d.]+,\s*"args": \{[^}]*"correlation": (\d+)')
-_EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
+EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
 _EVENTS_END = re.compile(rb'\}\s*\]\s*(?:,\s*"|\}\s*$)')
 _SEP = re.compile(rb"\}\s*,\s*\{")
-_KINETO_SEP = b"\n  },\n  {"
+KINETO_SEP = b"\n  },\n  {"
 _RANK = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"rank\\?":\s*(\d+)')
 _WORLD = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"world_size\\?":\s*(\d+)')
 _DEVICE = re.compile(rb'"deviceProperties":\s*\[\s*\{[^}]*?"name":\s*"([^"]*)"')
@@ -77,114 +74,17 @@ class RawTrace:
     problems: list[str] = field(default_factory=list)
 
 
-def read_trace(path: str, workers: int = 1) -> RawTrace:
-    """Read one trace file; damage is recorded in `problems`, never raised past what was read.
-
-    With workers > 1, a large plain (not gzipped) file in Kineto's layout is read in that
-    many byte ranges in parallel processes, each starting at an event boundary."""
+def read_trace(path: str) -> RawTrace:
+    """Read one trace file in one pass; damage is recorded in `problems`, never raised past
+    what was read. (decodescope.trace.ranges reads a large plain file on all cores.)"""
+    t = RawTrace(path=str(path))
     try:
-        ranges = _ranges(path, workers)
-        if ranges:
-            with ProcessPoolExecutor(max_workers=len(ranges)) as pool:
-                return _merge(str(path), list(pool.map(_read_range, ranges)))
-        t = RawTrace(path=str(path))
-        st = _State(t)
+        st = EventStream(t)
         for block in _blocks(path, t):
             st.feed(block)
         st.finish()
     except OSError as e:
-        t = RawTrace(path=str(path))
         t.problems.append(f"could not read {path}: {e.strerror or e}")
-    return t
-
-
-def _ranges(path: str, workers: int) -> list[tuple]:
-    """(path, start, end, ts digits above the last nine) per worker; [] to read in one pass."""
-    size = os.path.getsize(path)
-    if workers < 2 or size < PARALLEL_BYTES:
-        return []
-    with open(path, "rb") as f:
-        head = f.read(1 << 20)
-    m = _EVENTS_START.search(head)
-    ts = re.search(rb'"ts": (\d+)', head[m.end():]) if m else None
-    if head[:2] == b"\x1f\x8b" or not ts or _KINETO_SEP not in head:
-        return []
-    hi = ts.group(1)[:-9]
-    step = size // workers
-    return [(path, i * step, size if i == workers - 1 else (i + 1) * step, hi) for i in range(workers)]
-
-
-def _read_range(job: tuple) -> RawTrace:
-    """The events whose separator starts in [start, end); the first range also reads the
-    header, the last one the tail."""
-    path, start, end, hi = job
-    t = RawTrace(path=path)
-    st = _State(t)
-    st.hi, st.cut, t.origin_us = hi, len(hi), int(hi or b"0") * 1e9
-    st.in_events = start > 0
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        for data in _range_bytes(f, start, end, size):
-            t.bytes_read += len(data)
-            st.feed(data)
-    if end < size:
-        st._events(st.buf)
-        st.report_bad()
-        st.read_meta()
-    else:
-        st.finish()
-    return t
-
-
-def _range_bytes(f, start: int, end: int, size: int):
-    """From the first event that starts in the range (after a separator at >= start, or
-    the file's start) to the end of the last one (before the first separator at >= end)."""
-    f.seek(start)
-    pos, first = start, start > 0
-    while pos < end:
-        data = f.read(min(BLOCK_BYTES, end - pos))
-        if not data:
-            return
-        pos += len(data)
-        if first:
-            i = data.find(_KINETO_SEP)
-            if i < 0:
-                return  # no event starts here (one event longer than a block: not a Kineto trace)
-            data, first = data[i + len(_KINETO_SEP) - 1:], False
-        yield data
-    over = b""
-    while end < size:
-        more = f.read(1 << 20)
-        over += more
-        j = over.find(_KINETO_SEP)  # a separator straddling `end` starts before it: not found here
-        if j >= 0 or not more:
-            yield over[: j + 4] if j >= 0 else over
-            return
-
-
-def _merge(path: str, parts: list[RawTrace]) -> RawTrace:
-    """One RawTrace from the ranges' pieces: name ids renumbered, everything else joined."""
-    t = RawTrace(path=path, origin_us=parts[0].origin_us)
-    ids: dict[str, int] = {}
-    for p in parts:
-        remap = []
-        for name, cat in zip(p.names, p.gpu_cat):
-            if name not in ids:
-                ids[name] = len(t.names)
-                t.names.append(name)
-                t.gpu_cat.append(cat)
-            remap.append(ids[name])
-        t.gpu.extend([(s, e, remap[n], c) for s, e, n, c in p.gpu])
-        t.launch_ts.update(p.launch_ts)
-        t.graph_launches.extend(p.graph_launches)
-        t.annotations.extend(p.annotations)
-        t.shapes.extend(p.shapes)
-        t.shaped_launches.extend(p.shaped_launches)
-        t.problems.extend(p.problems)
-        t.bytes_read += p.bytes_read
-        t.device_name = t.device_name or p.device_name
-        t.rank = t.rank if t.rank is not None else p.rank
-        t.world_size = t.world_size if t.world_size is not None else p.world_size
     return t
 
 
@@ -217,7 +117,7 @@ def _blocks(path: str, t: RawTrace):
                               "of JSON; the events before that point are reported")
 
 
-class _State:
+class EventStream:
     """Cuts the byte stream into header, whole-event blocks and tail."""
 
     def __init__(self, t: RawTrace):
@@ -239,7 +139,7 @@ class _State:
     def feed(self, data: bytes) -> None:
         self.buf += data
         if not self.in_events:
-            m = _EVENTS_START.search(self.buf)
+            m = EVENTS_START.search(self.buf)
             if not m:
                 if len(self.buf) > _HEADER_LIMIT:
                     raise _NotATrace()
@@ -247,11 +147,18 @@ class _State:
             self.header = self.buf[: m.start()]
             self.buf = self.buf[m.end():]
             self.in_events = True
-        cut = self.buf.rfind(_KINETO_SEP)
+        cut = self.buf.rfind(KINETO_SEP)
         cut = cut + 4 if cut >= 0 else self._generic_cut()
         if cut > 0:
             self._events(self.buf[:cut])
             self.buf = self.buf[cut:]
+
+    def flush(self) -> None:
+        """End of a byte range (not of the file): the events left in the buffer, no tail."""
+        self._events(self.buf)
+        self.buf = b""
+        self.report_bad()
+        self.read_meta()
 
     def report_bad(self) -> None:
         if self.bad_events:

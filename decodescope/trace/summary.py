@@ -15,7 +15,7 @@ from pathlib import Path
 from decodescope.measure.stats import distribution
 from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
 from decodescope.trace.classify import KernelClass, classify
-from decodescope.trace.reader import read_trace
+from decodescope.trace.ranges import read
 from decodescope.trace.steps import Phase, Step, find_steps
 
 STRAGGLER_EXCESS = 0.05  # a rank whose median compute time per step is > 5 % above the ranks' median
@@ -88,7 +88,7 @@ def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
 
 def _analyse_one(job: tuple[str, str, int]) -> RankResult:
     path, step_filter, workers = job
-    raw = read_trace(path, workers)
+    raw = read(path, workers)
     found = find_steps(raw)
     problems = list(raw.problems)
     if not raw.gpu and not any("not a torch-profiler" in p for p in problems):

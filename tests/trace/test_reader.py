@@ -5,6 +5,7 @@ import gzip
 import pytest
 from conftest import EAGER, GRAPH, load, public, run, write
 
+from decodescope.trace.ranges import read
 from decodescope.trace.reader import read_trace
 
 GPU = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -108,8 +109,8 @@ def test_byte_ranges_read_like_one_pass(tmp_path, monkeypatch, workers):
     plain = tmp_path / "eager.json"
     plain.write_bytes(gzip.decompress(EAGER.read_bytes()))
     one = read_trace(str(plain))
-    monkeypatch.setattr("decodescope.trace.reader.PARALLEL_BYTES", 1)
-    many = read_trace(str(plain), workers)
+    monkeypatch.setattr("decodescope.trace.ranges.PARALLEL_BYTES", 1)
+    many = read(str(plain), workers)
     assert many.problems == [] and many.device_name == "NVIDIA H200"
     assert sorted((s, e, many.names[n], c) for s, e, n, c in many.gpu) == \
         sorted((s, e, one.names[n], c) for s, e, n, c in one.gpu)
