@@ -21,6 +21,7 @@ COMMANDS = {
     "probe": "decodescope.cli.probe_cmd:probe",
     "calibrate": "decodescope.cli.calibrate_cmd:calibrate",
     "bench": "decodescope.cli.bench_cmd:bench",
+    "trace": "decodescope.cli.trace_cmd:trace",
 }
 
 

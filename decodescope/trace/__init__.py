@@ -1,0 +1,1 @@
+"""`decodescope trace`: torch-profiler traces -> where each decode step's GPU time went."""

@@ -1,0 +1,171 @@
+"""One or many trace files (one per rank) -> per-step breakdown and its summary.
+
+Files are read in parallel processes, one per file. Ranks are compared step by step
+(medians), never by absolute time, so clock skew between hosts does not change a figure;
+it is only reported.
+"""
+
+import os
+import re
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from decodescope.measure.stats import distribution
+from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
+from decodescope.trace.classify import KernelClass, classify
+from decodescope.trace.ranges import read
+from decodescope.trace.steps import Phase, Step, find_steps
+
+STRAGGLER_EXCESS = 0.05  # a rank whose median compute time per step is > 5 % above the ranks' median
+SKEW_WARN_S = 10.0  # first GPU events of two ranks this far apart: different clocks or different runs
+COMM = (KernelClass.ALLREDUCE.value, KernelClass.COLLECTIVE.value)
+
+_SGLANG_TP = re.compile(r"-TP-(\d+)")
+_VLLM_TP = re.compile(r"(?:^|_)tp(\d+)(?:_|\.)")
+_VLLM_RANK = re.compile(r"(?:^|_|-)rank-?(\d+)")
+
+
+@dataclass(frozen=True)
+class RankResult:
+    file: str
+    rank: int | None  # global rank: distributedInfo, else the file name (vLLM "rankN")
+    tp_rank: int | None  # from the file name (SGLang "-TP-N", vLLM "_tpN_")
+    device: str
+    step_source: str
+    steps: tuple[Step, ...]  # the steps kept by the filter
+    steps_found: int  # all steps, before the filter
+    outside_ms: float
+    first_gpu_us: float | None  # first GPU event on the file's clock (µs)
+    bytes_read: int
+    gemm_bandwidth: tuple[GemmShape, ...]  # over the whole trace, where shapes were recorded
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TraceReport:
+    step_filter: str
+    ranks: tuple[RankResult, ...]
+    problems: tuple[str, ...]
+
+    @property
+    def steps(self) -> list[Step]:
+        return [s for r in self.ranks for s in r.steps]
+
+    def to_dict(self) -> dict:
+        steps = self.steps
+        return {
+            "step_filter": self.step_filter,
+            # steps per rank (ranks run the same steps); a rank without GPU events does not count
+            "steps": min((len(r.steps) for r in self.ranks if r.steps), default=0),
+            **_figures(steps),
+            "unknown_kernels": _unknown(steps),
+            "ranks": [_rank_dict(r) for r in self.ranks],
+            "stragglers": stragglers(self.ranks),
+            "problems": list(self.problems),
+        }
+
+
+def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
+    # one file: its byte ranges on all cores; many: one process per file
+    jobs = [(str(p), step_filter, 1 if len(paths) > 1 else os.cpu_count() or 1) for p in paths]
+    if len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+            ranks = list(pool.map(_analyse_one, jobs))
+    else:
+        ranks = [_analyse_one(jobs[0])]
+    problems = [f"{Path(r.file).name}: {p}" for r in ranks for p in r.problems]
+    firsts = [r.first_gpu_us for r in ranks if r.first_gpu_us is not None]
+    if len(firsts) > 1 and (max(firsts) - min(firsts)) / 1e6 > SKEW_WARN_S:
+        problems.append(f"the ranks' first GPU events are {(max(firsts) - min(firsts)) / 1e6:.0f} s apart: host clocks "
+                        "differ or the files come from different runs; ranks are compared step by step, not by time")
+    counts = {len(r.steps) for r in ranks if r.steps_found}
+    if len(counts) > 1:
+        problems.append(f"ranks have different numbers of steps ({sorted(counts)}); summaries use each rank's own")
+    return TraceReport(step_filter, tuple(ranks), tuple(problems))
+
+
+def _analyse_one(job: tuple[str, str, int]) -> RankResult:
+    path, step_filter, workers = job
+    raw = read(path, workers)
+    found = find_steps(raw)
+    problems = list(raw.problems)
+    if not raw.gpu and not any("not a torch-profiler" in p for p in problems):
+        problems.append("no GPU events (kernels, memcpy, memset) in this trace: was it recorded with "
+                        "ProfilerActivity.CUDA, on a GPU?")
+    kept = _filter(found.steps, step_filter, problems)
+    name = Path(path).name
+    tp = _SGLANG_TP.search(name) or _VLLM_TP.search(name)
+    by_name = _VLLM_RANK.search(name)
+    return RankResult(
+        file=path, rank=raw.rank if raw.rank is not None else int(by_name.group(1)) if by_name else None,
+        tp_rank=int(tp.group(1)) if tp else None, device=raw.device_name, step_source=str(found.source),
+        steps=kept, steps_found=len(found.steps), outside_ms=found.outside_ms,
+        first_gpu_us=raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
+        gemm_bandwidth=gemm_bandwidth(raw, [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]),
+        problems=tuple(problems))
+
+
+def _filter(steps: tuple[Step, ...], step_filter: str, problems: list[str]) -> tuple[Step, ...]:
+    if step_filter == "all" or not steps:
+        return steps
+    if all(s.phase is Phase.UNKNOWN for s in steps):
+        problems.append(f"the step markers do not say decode or prefill; all {len(steps)} steps are shown")
+        return steps
+    kept = tuple(s for s in steps if s.phase is Phase.DECODE)
+    if not kept:
+        problems.append(f"none of the {len(steps)} steps is a decode step; use --steps all to see them")
+    return kept
+
+
+def _figures(steps: list[Step]) -> dict:
+    """Median (p50) per step of each quantity, ms; a class absent from a step counts 0 there."""
+    classes = sorted({c for s in steps for c in s.by_class}, key=list(KernelClass).index)
+    return {
+        "step_ms": _dist([s.wall_ms for s in steps]),
+        "busy_ms": _median([s.busy_ms for s in steps]),
+        "idle_ms": _median([s.idle_ms for s in steps]),
+        "idle_between_ms": _median([s.idle_between_ms for s in steps]),
+        "by_class": {c: _median([s.by_class.get(c, 0.0) for s in steps]) for c in classes},
+    }
+
+
+def _dist(values: list[float]) -> dict:
+    d = distribution(values)
+    return {k: d[k] for k in ("p50", "p90", "min", "max", "n")}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _unknown(steps: list[Step]) -> dict[str, float]:
+    """Unknown kernel name -> ms, summed over the steps shown, largest first."""
+    out: dict[str, float] = {}
+    for s in steps:
+        for name, ms in s.unknown_ms.items():
+            out[name] = out.get(name, 0.0) + ms
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def _rank_dict(r: RankResult) -> dict:
+    return {"file": r.file, "rank": r.rank, "tp_rank": r.tp_rank, "device": r.device, "step_source": r.step_source,
+            "steps": len(r.steps), "steps_found": r.steps_found, **_figures(list(r.steps)),
+            "outside_steps_ms": r.outside_ms, "gemm_bandwidth": [g.to_dict() for g in r.gemm_bandwidth],
+            "problems": list(r.problems)}
+
+
+def stragglers(ranks: tuple[RankResult, ...]) -> list[dict]:
+    """Ranks whose median non-communication busy time per step is well above the others'.
+
+    In tensor parallelism every rank waits in the allreduce for the slowest one, so step
+    walls agree; the slow rank shows as more compute and less allreduce wait."""
+    compute = {i: _median([s.busy_ms - sum(s.by_class.get(c, 0.0) for c in COMM) for s in r.steps])
+               for i, r in enumerate(ranks) if r.steps}
+    if len(compute) < 2:
+        return []
+    mid = statistics.median(compute.values())
+    return [{"file": ranks[i].file, "rank": ranks[i].rank, "compute_ms": v, "ranks_median_ms": mid,
+             "excess_pct": 100 * (v / mid - 1)}
+            for i, v in compute.items() if mid > 0 and v > mid * (1 + STRAGGLER_EXCESS)]
