@@ -34,7 +34,7 @@ never earlier than the previous one's: where its stamp says so, it takes the pre
 time instead. That happens when the two kinds of stamp meet (a wake stamp is late by up
 to a loop pass, so a kernel stamp after it can be earlier: -0.2 ms under a burst of
 64 KiB frames) and between kernel stamps of one segment read in two passes (the clock
-offset moves by ~0.1 us from one wake-up to the next).
+offset read at one wake-up and the next differ by up to ~0.5 us).
 """
 
 import asyncio
@@ -60,12 +60,27 @@ class ReadStamps(selectors.DefaultSelector):
     """The loop's selector, also holding when its last wait returned and each socket's last read (perf_counter_ns)."""
 
     woke_ns = 0  # when the loop's last wait for sockets returned
-    real_offset_ns = None  # CLOCK_REALTIME - perf_counter_ns, from a clock read that was not interrupted
     kernel_reads = 0  # socket reads the kernel stamped, since the loop began
 
     def __init__(self):
         super().__init__()
+        self.real_offset_ns = time.time_ns() - time.perf_counter_ns()  # CLOCK_REALTIME - perf_counter_ns
         self.last_read_ns: dict[int, int | None] = {}  # fd: kernel stamp of its last read, None if unstamped
+        # Linux turns receive stamps on lazily (a deferred work item) when the first socket
+        # on the machine asks, so the reads just after would go unstamped: ask now, with a
+        # socket held open for the loop's life, not when the first stream connects
+        self._stamps_on = None
+        if KERNEL_STAMPS:
+            self._stamps_on = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                self._stamps_on.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+            except OSError:
+                pass  # a kernel without it: the wake stamp
+
+    def close(self):
+        if self._stamps_on is not None:
+            self._stamps_on.close()
+        super().close()
 
     def select(self, timeout=None):
         ready = super().select(timeout)
@@ -73,9 +88,9 @@ class ReadStamps(selectors.DefaultSelector):
         real = time.time_ns()
         after = time.perf_counter_ns()
         self.woke_ns = before
-        # taken off the CPU between the reads, the offset would be late by that time and
-        # shift every stamp of this pass (a clean read takes ~0.2 us)
-        if after - before < 20_000 or self.real_offset_ns is None:
+        # the three reads take ~0.2 us; taken off the CPU in between (16 ms seen here), the
+        # offset would be off by that time and so would every stamp of this pass
+        if after - before < 20_000:
             self.real_offset_ns = real - (before + after) // 2
         return ready
 
