@@ -1,13 +1,17 @@
 """Socket reads handed on and stamped as they happen (decodescope/measure/arrival.py),
-against the real scripted server streaming one chunk every 10 ms."""
+against the real scripted server streaming one chunk every 10 ms, and against the
+hostile server (tests/hostile_server.py, its own process) flooding or breaking its body."""
 
 import asyncio
 import re
 import socket
 import statistics
+import sys
 import time
 
+import aiohttp
 import pytest
+from conftest import ROOT, free_port, start, stop
 
 from decodescope.measure import arrival
 from decodescope.measure.arrival import new_event_loop, read_stamped
@@ -87,6 +91,20 @@ def test_a_busy_client_still_measures_the_servers_gaps_with_kernel_stamps(script
     assert kernel_reads >= len(seen), "every read of the stream was stamped by the kernel"
 
 
+@pytest.mark.skipif(not kernel_stamps_tcp(), reason="this kernel gives no TCP receive stamps (SO_TIMESTAMPNS)")
+def test_the_first_reads_of_a_fresh_loop_are_stamped_too(scripted_server):
+    """Linux turns receive stamps on lazily when the first socket on the machine asks, so
+    the reads just after went unstamped (timed at the wake-up instead): here the header
+    read of 1 stream in 3 on a fresh loop. The loop now asks when it is made."""
+    unstamped = []
+    for _ in range(8):
+        time.sleep(0.05)  # the last loop's sockets closed: stamps may go off machine-wide
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            _, seen, *_ = runner.run(stream_once(scripted_server.url))
+            unstamped.append(len(seen) - runner.get_loop().decodescope_read_stamps.kernel_reads)
+    assert max(unstamped) <= 0, f"reads not stamped by the kernel, per loop: {unstamped}"
+
+
 def test_without_kernel_stamps_a_read_is_timed_at_its_loop_wakeup(scripted_server, monkeypatch):
     """The fallback (other kernels, TLS): right for reads in the same pass, late by the
     client's own work for bytes that came in during it — which the kernel stamp removes."""
@@ -103,7 +121,7 @@ def test_the_next_request_on_a_reused_connection_is_stamped_too(scripted_server)
         out = []
         async with open_session(1, 10) as session:  # one connection, kept alive between the two
             for _ in range(2):
-                body = {"model": "tokens=3,run=reuse", "prompt": "x", "stream": True}
+                body = {"model": "tokens=3,interval_ms=100,run=reuse", "prompt": "x", "stream": True}
                 async with session.post(scripted_server.url + "/v1/completions", json=body) as resp:
                     chunks = []
                     out.append(
@@ -117,7 +135,7 @@ def test_the_next_request_on_a_reused_connection_is_stamped_too(scripted_server)
 def test_a_protocol_already_wrapped_falls_back_to_reading_in_the_coroutine(scripted_server):
     async def nested():
         async with open_session(1, 10) as session:
-            body = {"model": "tokens=3,run=nested", "prompt": "x", "stream": True}
+            body = {"model": "tokens=3,interval_ms=100,run=nested", "prompt": "x", "stream": True}
             async with session.post(scripted_server.url + "/v1/completions", json=body) as resp:
                 proto = resp.connection.protocol
                 proto.data_received = proto.data_received  # someone else's wrapper
@@ -127,3 +145,63 @@ def test_a_protocol_already_wrapped_falls_back_to_reading_in_the_coroutine(scrip
         return stamped, b"".join(chunks).count(b"t_ns")
 
     assert asyncio.run(nested()) == (False, 3)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    port = free_port()
+    cmd = [sys.executable, str(ROOT / "tests" / "hostile_server.py"), "--port", str(port)]
+    proc = start(cmd, f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("hostile") / "out.txt", 30)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
+
+
+async def read_hostile(url: str, case: str, stop_after_bytes: int = 1 << 62):
+    """read_stamped on one response of the hostile server: (t_ns and bytes of each read,
+    the exception it ended with or None, seconds it took from the headers on)."""
+    reads = []
+    async with open_session(1, 10) as session:
+        async with session.post(f"{url}/{case}/v1/chat/completions", json={}) as resp:
+            t0 = time.monotonic()
+
+            def on_data(data, t):
+                reads.append((t, data))
+                if sum(len(d) for _, d in reads) > stop_after_bytes:
+                    resp.connection.transport.close()  # ends the endless body with a ClientPayloadError
+
+            try:
+                await read_stamped(resp, on_data)
+                error = None
+            except aiohttp.ClientPayloadError as e:
+                error = e
+            return reads, error, time.monotonic() - t0
+
+
+def test_arrival_times_never_fall_under_a_burst_of_64_kib_frames(hostile):
+    """The server writes 64 KiB frames as fast as the socket takes them, so a read (at
+    most 256 KiB, asyncio's max_size) leaves older bytes queued behind it. The bytes that
+    came with the headers used to be timed at the loop's wake-up, and the next read's
+    kernel stamp of a segment queued before that wake-up came out earlier (-0.24 ms
+    here); kernel stamps of one segment read in two passes differed by the clock-offset
+    jitter (~1 us). A read's bytes came after the previous read's: times never fall."""
+    for _ in range(3):  # each time a fresh connection, whose first read is the headers'
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            reads, error, _ = runner.run(read_hostile(hostile, "burst", stop_after_bytes=16 << 20))
+        times = [t for t, _ in reads]
+        falls = [(i, (b - a) / 1e6) for i, (a, b) in enumerate(zip(times, times[1:])) if b < a]
+        assert not falls, f"(read, gap ms) where the time fell: {falls[:10]}"
+        assert len(reads) > 60 and times[-1] > times[0], "16 MiB come in many reads over some time"
+        assert "not completed" in str(error), "closed by us mid-body"
+
+
+def test_a_malformed_chunk_size_fails_the_read_at_once(hostile):
+    """A good chunk, then 0.2 s later a second one, a chunk-size line "zz" and a third
+    chunk in one write, then silence with the connection open. aiohttp closes the connection but leaves
+    the body waiting: without a deadline the read would wait for ever."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        reads, error, seconds = runner.run(asyncio.wait_for(read_hostile(hostile, "bad_chunk"), 10))
+    assert "malformed chunked body: Invalid character in chunk size" in str(error), repr(error)
+    assert seconds < 1.0, f"failed {seconds:.2f} s after the headers; the bad line came at 0.2 s"
+    body = b"".join(d for _, d in reads)
+    assert body.count(b"data: ") == 2 and b'"b"' in body, "every byte before the bad line"
+    assert b'"c"' not in body, "none after it"
