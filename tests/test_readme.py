@@ -1,8 +1,9 @@
 """Every example command in the README runs as written.
 
-The README's fenced ```bash blocks are examples; they run here in README order, in one
-scratch folder (so `measure ... --out run.jsonl` leaves the file that `show run.jsonl`
-reads). A `decodescope measure http://localhost:PORT` example gets the scripted
+The README's fenced ```bash blocks are examples; they run here in README order, through
+bash (globs expand), in one scratch folder that links the clone's `tests/` (so
+`measure ... --out run.jsonl` leaves the file that `show run.jsonl` reads, and examples
+that name the bundled traces find them). A `decodescope measure http://localhost:PORT` example gets the scripted
 OpenAI-compatible server on that port, writing SGLang-style log lines to the file the
 example names with `--server-log`. `pip install` steps are left out (the environment
 running the tests is that install); `python benchmarks/...` examples are only checked to
@@ -36,10 +37,11 @@ def _commands() -> list[str]:
     return out
 
 
-def _steps(cmd: str) -> list[list[str]]:
-    """The `&&`-joined steps of a command that the test runs (installs excluded)."""
-    steps = [shlex.split(part) for part in cmd.split("&&")]
-    return [s for s in steps if s[:2] != ["pip", "install"]]
+def _steps(cmd: str) -> list[tuple[str, list[str]]]:
+    """The `&&`-joined steps of a command that the test runs (installs excluded), as
+    (shell text, its words)."""
+    steps = [(part.strip(), shlex.split(part)) for part in cmd.split("&&")]
+    return [s for s in steps if s[1][:2] != ["pip", "install"]]
 
 
 def _port_free(port: int) -> bool:
@@ -75,18 +77,20 @@ def test_the_readme_has_examples():
 def test_every_readme_example_runs_as_written(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     failures = []
+    (tmp_path / "tests").symlink_to(ROOT / "tests")
     for cmd in _commands():
-        for argv in _steps(cmd):
+        for text, argv in _steps(cmd):
             if argv[0] == "pytest":
                 continue  # the suite itself: this test is part of it
             if argv[0] == "python" and argv[1].startswith("benchmarks/"):
-                argv = [sys.executable, str(ROOT / argv[1]), "--help"]
+                text = shlex.join([sys.executable, str(ROOT / argv[1]), "--help"])
             server = _serve(argv, tmp_path)
             try:
-                r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                r = subprocess.run(["bash", "-c", text], cwd=tmp_path, env=env,
+                                   capture_output=True, text=True, timeout=300)
             finally:
                 if server is not None:
                     stop(server)
             if r.returncode != 0:
-                failures.append(f"$ {shlex.join(argv)}\n(exit {r.returncode})\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+                failures.append(f"$ {text}\n(exit {r.returncode})\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
     assert not failures, "\n\n".join(failures)
