@@ -8,18 +8,50 @@ strip the engine's prefix with a small regex, then split the message into `key: 
 pairs and keep every key as the engine prints it, because the field set has changed
 many times and will change again."""
 
+import math
 import re
 import time
 from typing import NamedTuple
 
+# Plausible ranges of the figures a summary uses; a line whose figure falls outside is
+# rejected (counted, never summed): a rate beyond any GPU, a count beyond any batch.
+MAX_TOK_S = 1e8  # generated tokens / s over a window
+MAX_RUNNING = 10_000_000  # requests in flight
+MAX_ACCEPT = 1000.0  # tokens per verify round (1 = no draft token accepted)
+MAX_COUNT = 10**15  # token counters (lifetime totals included)
+
+
+class Rejected(ValueError):
+    """A statistics line whose figure is not finite or out of range."""
+
 
 class Parsed(NamedTuple):
-    kind: str  # "decode" | "prefill" | "spec" | "stats"
+    kind: str  # "decode" | "prefill" | "spec" | "stats" | "startup"
     time_s: float | None  # epoch seconds (local time, as the server's logger wrote it)
     rank: str | None
     fields: dict
     accept_len: float | None  # tokens per verify round incl. the bonus token
     gen_tok_s: float | None  # generated tokens per second over the line's window, all requests
+    process: str | None = None  # the server process that wrote the line (vLLM pid=, llama.cpp [pid])
+
+
+def checked(running, accept, gen):
+    """(running, accept, gen) when each is absent or in range, else Rejected: running
+    0..MAX_RUNNING, accept 1..MAX_ACCEPT, gen 0..MAX_TOK_S, all finite."""
+    if running is not None and not 0 <= running <= MAX_RUNNING:
+        raise Rejected(f"#running {running!r:.40}")
+    if accept is not None and not 1.0 <= accept <= MAX_ACCEPT:
+        raise Rejected(f"accept len {accept!r:.40}")
+    if gen is not None and not 0.0 <= gen <= MAX_TOK_S:
+        raise Rejected(f"gen tok/s {gen!r:.40}")
+    return running, accept, gen
+
+
+def _count(v):
+    """A token count from a log line, or Rejected."""
+    if not (_is_num(v) and 0 <= v <= MAX_COUNT):
+        raise Rejected(f"count {v!r:.40}")
+    return v
 
 
 # ---------------------------------------------------------------- values and pairs
@@ -113,14 +145,17 @@ def parse_sglang(line: str) -> Parsed | None:
     if kind == "decode" and gen is None:
         return None
     accept = fields.get("accept len") if kind == "decode" else None
+    running = fields.get("#running-req")
+    checked(running if _is_num(running) else None, accept if _is_num(accept) else None, gen)
     m = _SGL_PREFIX.search(line, 0, at)
     return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept if _is_num(accept) else None, gen)
 
 
 def sglang_facts(line: str) -> tuple | None:
-    """(kind, rank, #running-req, accept_len, gen_tok_s) of an SGLang line, reading only
-    those fields: a summary of a 1 GB log cannot afford to split every field of every
-    line. Whenever a value does not read cleanly it asks parse_sglang, so the two agree."""
+    """(kind, rank, #running-req, accept_len, gen_tok_s, time_s) of an SGLang line,
+    reading only those fields: a summary of a 1 GB log cannot afford to split every
+    field of every line. Whenever a value does not read cleanly it asks parse_sglang,
+    so the two agree (Rejected included)."""
     at = line.find("Decode batch")
     kind = "decode"
     if at < 0:
@@ -151,7 +186,11 @@ def sglang_facts(line: str) -> tuple | None:
                 accept = float(line[i:j] if j >= 0 else line[i:])
     except ValueError:
         return _facts(parse_sglang(line))
-    return kind, _sglang_rank(_SGL_PREFIX.search(line, 0, at)), running, accept, gen
+    if not ((gen is None or 0 <= gen <= MAX_TOK_S) and (running is None or 0 <= running <= MAX_RUNNING)
+            and (accept is None or 1.0 <= accept <= MAX_ACCEPT)):
+        return _facts(parse_sglang(line))  # raises Rejected, or reads what the full parser reads
+    m = _SGL_PREFIX.search(line, 0, at)
+    return kind, _sglang_rank(m), running, accept, gen, _sglang_time(m)
 
 
 def _piece(line: str, key: str, body: int) -> int:
@@ -167,7 +206,7 @@ def _facts(p: Parsed | None) -> tuple | None:
     if p is None:
         return None
     running = p.fields.get("#running-req")
-    return p.kind, p.rank, running if _is_num(running) else None, p.accept_len, p.gen_tok_s
+    return p.kind, p.rank, running if _is_num(running) else None, p.accept_len, p.gen_tok_s, p.time_s
 
 
 def _is_num(v) -> bool:
@@ -197,6 +236,7 @@ _VLLM_PREFIX = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] "
 )
 _VLLM_ENGINE = re.compile(r"(Engine \d+|\d+ Engines Aggregated): $")
+_VLLM_PID = re.compile(r"^\((?:APIServer|ApiServer_\d+) pid=(\d+)\) ")
 
 
 def parse_vllm(line: str, year: int) -> Parsed | None:
@@ -206,17 +246,25 @@ def parse_vllm(line: str, year: int) -> Parsed | None:
         gen = fields.get("Avg generation throughput")
         if not _is_num(gen):
             return None
+        running = fields.get("Running")
+        checked(running if _is_num(running) else None, None, gen)
         head = line[:at]
         m = _VLLM_ENGINE.search(head)
         rank = m.group(1) if m else None
-        return Parsed("stats", _vllm_time(head, year), rank, fields, None, float(gen))
+        return Parsed("stats", _vllm_time(head, year), rank, fields, None, float(gen), _vllm_pid(line))
     for marker in ("SpecDecoding metrics: ", "Speculative metrics: "):
         at = line.find(marker)
         if at >= 0:
             fields = pairs(line[at + len(marker) :], lists=True)
             accept = _vllm_accept_len(fields)
-            return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None)
+            checked(None, accept, None)
+            return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None, _vllm_pid(line))
     return None
+
+
+def _vllm_pid(line: str) -> str | None:
+    m = _VLLM_PID.match(line)
+    return m.group(1) if m else None
 
 
 def _vllm_time(head: str, year: int) -> float | None:
@@ -234,8 +282,8 @@ def _vllm_accept_len(fields: dict) -> float | None:
     emitted = fields.get("Number of emitted tokens")
     drafts = fields.get("Number of draft tokens")
     k = fields.get("Number of speculative tokens")
-    if all(_is_num(x) for x in (emitted, drafts, k)) and drafts > 0:
-        return emitted * k / drafts
+    if all(_is_num(x) for x in (emitted, drafts, k)) and _count(drafts) > 0:
+        return _count(emitted) * _count(k) / drafts
     return None
 
 
@@ -263,6 +311,14 @@ _LCPP_DRAFT = re.compile(
     r"(?:, acceptance rate per position = \(([^)]*)\))?"
 )
 _LCPP_PROGRESS = re.compile(rf"n_gen = (\d+), tg = {_NUM} t/s(?:, tg_3s = {_NUM} t/s)?")
+# "statistics draft-mtp: #calls(b,g,a) = 10 727 727, #gen drafts = 727, #acc drafts = 632,
+# #gen tokens = 1447, #acc tokens = 1135[, #mean acc len = 2.92], dur(b,g,a) = ..." (2026):
+# counters since the server started, per drafting method
+_LCPP_STATS = re.compile(
+    r"statistics +([\w.-]+): .*?#gen drafts = +(\d+), #acc drafts = +(\d+), "
+    rf"#gen tokens = +(\d+), #acc tokens = +(\d+)(?:, #mean acc len = {_NUM})?"
+)
+_LCPP_PID = re.compile(r"^\[(\d+)\] ")  # "[53409] " before every line of one server process
 
 
 def parse_llamacpp(line: str) -> Parsed | None:
@@ -275,6 +331,9 @@ def parse_llamacpp(line: str) -> Parsed | None:
     if "n_gen = " in line:
         m = _LCPP_PROGRESS.search(line)
         return _llamacpp_progress(line, m) if m else None
+    if "statistics " in line:
+        m = _LCPP_STATS.search(line)
+        return _llamacpp_stats(line, m) if m else None
     return None
 
 
@@ -282,29 +341,50 @@ def _llamacpp_timing(line: str, m: re.Match) -> Parsed:
     what, ms, n, ms_per_tok, tok_s = m.groups()
     fields = {"time_ms": float(ms)}
     if n is not None:
-        fields["tokens"] = int(n)
+        fields["tokens"] = _count(int(n))
     if tok_s is not None:
         fields["ms_per_token"] = float(ms_per_tok)
         fields["tokens_per_second"] = float(tok_s)
     time_s, rank = _llamacpp_prefix(line, fields)
+    process = _llamacpp_pid(line)
     if what == "prompt eval":
-        return Parsed("prefill", time_s, rank, fields, None, None)
+        return Parsed("prefill", time_s, rank, fields, None, None, process)
     if what == "total":
-        return Parsed("stats", time_s, rank, fields, None, None)
+        return Parsed("stats", time_s, rank, fields, None, None, process)
     gen = float(tok_s) if tok_s is not None else None
-    return Parsed("decode", time_s, rank, fields, None, gen)
+    if gen is not None and not math.isfinite(gen):
+        gen = None  # llama.cpp prints inf / nan for a 0 ms phase: no rate, not an error
+    return Parsed("decode", time_s, rank, fields, None, checked(None, None, gen)[2], process)
 
 
 def _llamacpp_draft(line: str, m: re.Match) -> Parsed:
     ratio, accepted, drafted, mean, per_pos = m.groups()
-    fields = {"draft_acceptance": float(ratio), "accepted": int(accepted), "generated": int(drafted)}
+    fields = {"draft_acceptance": float(ratio), "accepted": _count(int(accepted)), "generated": _count(int(drafted))}
     accept = None
     if mean is not None:  # 1 + accepted / verify steps
         accept = fields["mean_len"] = float(mean)
     if per_pos:
         fields["acceptance_rate_per_position"] = [number(x) for x in per_pos.split(",")]
     time_s, rank = _llamacpp_prefix(line, fields)
-    return Parsed("spec", time_s, rank, fields, accept, None)
+    return Parsed("spec", time_s, rank, fields, checked(None, accept, None)[1], None, _llamacpp_pid(line))
+
+
+def _llamacpp_stats(line: str, m: re.Match) -> Parsed:
+    name, gen_drafts, acc_drafts, gen_tokens, acc_tokens, mean = m.groups()
+    fields = {"method": name, "gen_drafts": _count(int(gen_drafts)), "acc_drafts": _count(int(acc_drafts)),
+              "gen_tokens": _count(int(gen_tokens)), "acc_tokens": _count(int(acc_tokens))}
+    accept = None
+    if mean is not None and fields["gen_drafts"] > 0:
+        accept = fields["mean_acc_len"] = float(mean)
+    time_s, rank = _llamacpp_prefix(line, fields)
+    return Parsed("spec", time_s, rank, fields, checked(None, accept, None)[1], None, _llamacpp_pid(line))
+
+
+def _llamacpp_pid(line: str) -> str | None:
+    if line[:1] != "[":
+        return None
+    m = _LCPP_PID.match(line)
+    return m.group(1) if m else None
 
 
 def _llamacpp_progress(line: str, m: re.Match) -> Parsed:
@@ -332,11 +412,42 @@ def _llamacpp_prefix(line: str, fields: dict) -> tuple[float | None, str | None]
                 rank = f"slot {slot}"
             if task:
                 fields["task"] = int(task)
-    e = _LCPP_ELAPSED.match(line)
+    e = _LCPP_ELAPSED.match(line, line.find("] ") + 2 if line[:1] == "[" else 0)
     if e:  # elapsed since server start, not wall clock
         mm, ss, ms, us = (int(x) for x in e.groups())
         fields["log_elapsed_s"] = mm * 60 + ss + ms / 1e3 + us / 1e6
     return time_s, rank
+
+
+# ---------------------------------------------------------------- server start-up
+
+# One line each engine writes once as a server starts, and what it says about
+# speculative decoding: SGLang logs its ServerArgs (speculative_algorithm=None or 'EAGLE'),
+# vLLM its version and then the engine config (speculative_config=None or SpeculativeConfig(...)),
+# llama-server the address it listens on.
+STARTUP_MARKERS = {
+    "sglang": ("server_args=ServerArgs(",),
+    "vllm": ("vLLM API server version", "Initializing a V1 LLM engine", "Initializing an LLM engine", "Starting vLLM"),
+    "llamacpp": ("server is listening on",),
+}
+_SPEC_SETTING = re.compile(r"(speculative_algorithm|speculative_config)=(None|\S)")
+
+
+def parse_startup(line: str, engine: str) -> Parsed | None:
+    """A start-up line of `engine`, kind "startup", fields {"speculative": True / False /
+    None (not said)}; None for any other line."""
+    for marker in STARTUP_MARKERS[engine]:
+        if marker in line:
+            break
+    else:
+        return None
+    m = _SPEC_SETTING.search(line)
+    fields = {"speculative": None if m is None else m.group(2) != "None"}
+    time_s = None
+    if engine == "sglang":
+        time_s = _sglang_time(_SGL_PREFIX.search(line, 0, line.find(marker)))
+    process = _vllm_pid(line) if engine == "vllm" else _llamacpp_pid(line) if engine == "llamacpp" else None
+    return Parsed("startup", time_s, None, fields, None, None, process)
 
 
 ENGINES = ("sglang", "vllm", "llamacpp")

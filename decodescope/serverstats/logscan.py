@@ -11,7 +11,8 @@ from typing import NamedTuple
 from collections.abc import Iterable
 
 from decodescope.serverstats import logformats
-from decodescope.serverstats.logsummary import LogSummary, WarmupScan
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.logtypes import LogSummary
 from decodescope.serverstats.serverlog import LogReader, parse_line
 
 PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
@@ -21,9 +22,10 @@ class LogScan(NamedTuple):
     engine: str | None  # None when no line was recognised
     skipped_lines: int
     scan: WarmupScan  # its warmup(tag) flags records on a second pass (serverlog.warmup_flags)
+    rejected_lines: int = 0
 
     def summary(self) -> LogSummary:
-        return self.scan.summary(self.engine, self.skipped_lines)
+        return self.scan.summary(self.engine, self.skipped_lines, self.rejected_lines)
 
 
 def scan_log(
@@ -35,17 +37,22 @@ def scan_log(
     reader = LogReader((), engine, year)
     facts = logformats.sglang_facts
     add = scan.add_facts
-    skipped = 0
+    banner = logformats.STARTUP_MARKERS["sglang"][0]
+    skipped = rejected = line_no = 0
     for line_no, line in enumerate(lines, 1):
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
         if reader.engine is None or reader.engine == "sglang":
-            f = facts(line)
+            try:
+                f = facts(line)
+            except logformats.Rejected:
+                rejected += 1
+                continue
             if f is not None:
                 reader.engine = "sglang"
-                add(f[0], ("sglang", f[1]), f[2], f[3], f[4])
+                add(f[0], ("sglang", f[1]), f[2], f[3], f[4], f[5], None, line_no)
                 continue
-            if reader.engine == "sglang":
+            if reader.engine == "sglang" and banner not in line:
                 skipped += 1
                 continue
         rec = reader.record(line, line_no)
@@ -53,7 +60,8 @@ def scan_log(
             skipped += 1
         else:
             scan.add(rec)
-    return LogScan(reader.engine, skipped, scan)
+    scan.lines = line_no
+    return LogScan(reader.engine, skipped - reader.rejected_lines, scan, rejected + reader.rejected_lines)
 
 
 def scan_file(
@@ -84,12 +92,13 @@ def scan_file(
     with ProcessPoolExecutor(len(jobs)) as pool:
         parts = list(pool.map(_scan_range, jobs))
     head = parts[0]
-    found, skipped = head.engine, head.skipped_lines
+    found, skipped, rejected = head.engine, head.skipped_lines, head.rejected_lines
     for part in parts[1:]:
         head.scan.extend(part.scan)
         found = found or part.engine
         skipped += part.skipped_lines
-    return LogScan(found, skipped, head.scan)
+        rejected += part.rejected_lines
+    return LogScan(found, skipped, head.scan, rejected)
 
 
 def _text(path: str):

@@ -13,7 +13,9 @@ from dataclasses import dataclass, replace
 from collections.abc import Iterable, Iterator
 
 from decodescope.serverstats import logformats
-from decodescope.serverstats.logsummary import LogSummary, Spread, WarmupScan, WindowTagger
+from decodescope.serverstats.logsegment import WindowTagger
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.logtypes import LogSummary, Spread
 
 ENGINES = logformats.ENGINES
 
@@ -43,6 +45,7 @@ class LogRecord:
     # llama.cpp: the one request the line reports on (its "eval time")
     warmup: bool = False  # the window includes start-up or idle time (logsummary.RULE)
     line_no: int = 0  # 1-based line number in the log
+    process: str | None = None  # server process id from the line (vLLM "pid=", llama.cpp "[pid]")
 
     def to_dict(self) -> dict:
         return self._dict({k: _json_safe(v) for k, v in self.fields.items()})
@@ -63,6 +66,7 @@ class LogRecord:
             "accept_len": _json_safe(self.accept_len),
             "gen_tok_s": _json_safe(self.gen_tok_s),
             "warmup": self.warmup,
+            "process": self.process,
             "fields": fields,
         }
 
@@ -73,6 +77,7 @@ class LogParse:
     records: tuple[LogRecord, ...]
     skipped_lines: int  # lines not recognised (noise, other log lines, garbage)
     summary: LogSummary
+    rejected_lines: int = 0  # statistics lines with a figure out of range
 
     def to_dict(self) -> dict:
         return {
@@ -86,12 +91,7 @@ def parse_line(line: str, engine: str | None = None, year: int | None = None) ->
     """One log line -> a LogRecord, or None when it is not a statistics line.
     `engine` limits the formats tried; `year` dates vLLM lines, whose stamp has none
     (default: this year)."""
-    engines = (engine,) if engine else ENGINES
-    for name in engines:
-        p = _parse(name, line, year)
-        if p is not None:
-            return LogRecord(p.kind, name, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s)
-    return None
+    return LogReader((), engine, year).record(line)
 
 
 def _parse(engine: str, line: str, year: int | None):
@@ -105,8 +105,15 @@ def _parse(engine: str, line: str, year: int | None):
 
 
 class LogReader:
-    """Streams the records of a log; `skipped_lines` and `engine` are final once the
-    iteration ends. With no engine given, the first recognised line fixes it."""
+    """Streams the records of a log; `skipped_lines`, `rejected_lines` and `engine` are
+    final once the iteration ends. With no engine given, the first recognised line
+    fixes it. A line whose figures are out of range (logformats.checked) is rejected:
+    counted, never a record.
+
+    llama.cpp's draft line without a mean ("118 accepted / 144 generated") gets its
+    accept length from the request's eval line just before it: a request of n tokens
+    with a accepted draft tokens took n - a verify rounds, n / (n - a) tokens each. A
+    "statistics" line's mean counts only when no draft line of the request gave one."""
 
     def __init__(self, lines: Iterable[str], engine: str | None = None, year: int | None = None):
         if engine is not None and engine not in ENGINES:
@@ -115,6 +122,9 @@ class LogReader:
         self.engine = engine
         self.year = year or time.localtime().tm_year
         self.skipped_lines = 0
+        self.rejected_lines = 0
+        self._eval_tokens = None  # llama.cpp: tokens of the last eval line
+        self._request_accept = False  # llama.cpp: a draft line gave the last request's accept length
 
     def __iter__(self) -> Iterator[LogRecord]:
         skipped = 0
@@ -126,27 +136,55 @@ class LogReader:
                 else:
                     yield rec
         finally:
-            self.skipped_lines = skipped
+            self.skipped_lines = skipped - self.rejected_lines
 
     def record(self, line: str, line_no: int = 0) -> LogRecord | None:
         """One line -> its record or None; fixes the engine at the first recognised line."""
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
-        if self.engine is None:
-            for name in ENGINES:
-                p = _parse(name, line, self.year)
-                if p is not None:
-                    self.engine = name
-                    break
-            else:
-                return None
-        else:
-            p = _parse(self.engine, line, self.year)
-            if p is None:
-                return None
+        try:
+            p = self._parsed(line)
+        except logformats.Rejected:
+            self.rejected_lines += 1
+            return None
+        if p is None:
+            return None
+        accept = p.accept_len
+        if self.engine == "llamacpp":
+            accept = self._llamacpp_accept(p)
         return LogRecord(
-            p.kind, self.engine, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s, False, line_no
+            p.kind, self.engine, p.time_s, p.rank, p.fields, accept, p.gen_tok_s, False, line_no, p.process
         )
+
+    def _parsed(self, line: str):
+        engines = ENGINES if self.engine is None else (self.engine,)
+        for name in engines:
+            p = _parse(name, line, self.year)
+            if p is not None:
+                self.engine = name
+                return p
+        for name in engines:
+            p = logformats.parse_startup(line, name)
+            if p is not None:
+                self.engine = name
+                return p
+        return None
+
+    def _llamacpp_accept(self, p) -> float | None:
+        if p.kind == "decode":
+            self._eval_tokens = p.fields.get("tokens")
+            self._request_accept = False
+            return None
+        if p.kind != "spec":
+            return p.accept_len
+        if "method" in p.fields:  # a statistics line: lifetime counters of one method
+            return None if self._request_accept else p.accept_len
+        accept = p.accept_len
+        n, a = self._eval_tokens, p.fields["accepted"]
+        if accept is None and n is not None and n > a:
+            accept = n / (n - a)
+        self._request_accept = accept is not None
+        return accept
 
 
 def detect_engine(lines: Iterable[str]) -> str | None:
@@ -166,11 +204,11 @@ def parse_log(lines: Iterable[str], engine: str | None = None, year: int | None 
     scan = WarmupScan()
     tagged = [(rec, scan.add(rec)) for rec in reader]
     records = tuple(replace(rec, warmup=scan.warmup(tag)) for rec, tag in tagged)
-    summary = scan.summary(reader.engine, reader.skipped_lines)
-    return LogParse(reader.engine, records, reader.skipped_lines, summary)
+    summary = scan.summary(reader.engine, reader.skipped_lines, reader.rejected_lines)
+    return LogParse(reader.engine, records, reader.skipped_lines, summary, reader.rejected_lines)
 
 
-def summarize(records: Iterable[LogRecord], skipped_lines: int = 0) -> LogSummary:
+def summarize(records: Iterable[LogRecord], skipped_lines: int = 0, rejected_lines: int = 0) -> LogSummary:
     """Steady-state accept_len and gen tok/s (mean, min, max) and the round time they
     imply, over records in log order; warm-up is judged afresh by logsummary's rule."""
     scan = WarmupScan()
@@ -178,7 +216,7 @@ def summarize(records: Iterable[LogRecord], skipped_lines: int = 0) -> LogSummar
     for rec in records:
         engine = engine or rec.engine
         scan.add(rec)
-    return scan.summary(engine, skipped_lines)
+    return scan.summary(engine, skipped_lines, rejected_lines)
 
 
 def warmup_flags(records: Iterable[LogRecord], scan: WarmupScan) -> Iterator[LogRecord]:
