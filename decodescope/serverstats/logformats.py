@@ -16,6 +16,7 @@ from typing import NamedTuple
 # Plausible ranges of the figures a summary uses; a line whose figure falls outside is
 # rejected (counted, never summed): a rate beyond any GPU, a count beyond any batch.
 MAX_TOK_S = 1e8  # generated tokens / s over a window
+MIN_TOK_S = 1e-6  # a rate above 0 but below this is a denormal, not a measurement
 MAX_RUNNING = 10_000_000  # requests in flight
 MAX_ACCEPT = 1000.0  # tokens per verify round (1 = no draft token accepted)
 MAX_COUNT = 10**15  # token counters (lifetime totals included)
@@ -42,7 +43,7 @@ def checked(running, accept, gen):
         raise Rejected(f"#running {running!r:.40}")
     if accept is not None and not 1.0 <= accept <= MAX_ACCEPT:
         raise Rejected(f"accept len {accept!r:.40}")
-    if gen is not None and not 0.0 <= gen <= MAX_TOK_S:
+    if gen is not None and not (gen == 0.0 or MIN_TOK_S <= gen <= MAX_TOK_S):
         raise Rejected(f"gen tok/s {gen!r:.40}")
     return running, accept, gen
 
@@ -186,7 +187,7 @@ def sglang_facts(line: str) -> tuple | None:
                 accept = float(line[i:j] if j >= 0 else line[i:])
     except ValueError:
         return _facts(parse_sglang(line))
-    if not ((gen is None or 0 <= gen <= MAX_TOK_S) and (running is None or 0 <= running <= MAX_RUNNING)
+    if not ((gen is None or gen == 0.0 or MIN_TOK_S <= gen <= MAX_TOK_S) and (running is None or 0 <= running <= MAX_RUNNING)
             and (accept is None or 1.0 <= accept <= MAX_ACCEPT)):
         return _facts(parse_sglang(line))  # raises Rejected, or reads what the full parser reads
     m = _SGL_PREFIX.search(line, 0, at)

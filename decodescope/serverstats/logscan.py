@@ -7,10 +7,11 @@ byte range per CPU, the ranges are scanned in parallel and their scans joined in
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import NamedTuple
 from collections.abc import Iterable
 
-from decodescope.serverstats import logformats
+from decodescope.serverstats import logformats, logio
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtypes import LogSummary
 from decodescope.serverstats.serverlog import LogReader, parse_line
@@ -101,8 +102,10 @@ def scan_file(
     return LogScan(found, skipped, head.scan, rejected)
 
 
+@contextmanager
 def _text(path: str):
-    return open(path, encoding="utf-8", errors="replace", newline="\n")
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        yield logio.capped(f)
 
 
 def _line_starts(path: str, size: int, n: int) -> list[int]:
@@ -111,7 +114,9 @@ def _line_starts(path: str, size: int, n: int) -> list[int]:
     with open(path, "rb") as f:
         for k in range(1, n):
             f.seek(size * k // n)
-            f.readline()  # finish the line the offset fell in
+            part = f.readline(logio.MAX_LINE)  # finish the line the offset fell in
+            while part and not part.endswith(b"\n"):
+                part = f.readline(logio.MAX_LINE)
             cuts.add(f.tell())
     return sorted(cuts)
 
@@ -120,13 +125,4 @@ def _scan_range(job) -> LogScan:
     path, start, end, engine, year, continues = job
     with open(path, "rb") as f:
         f.seek(start)
-        return scan_log(_lines(f, end - start), engine, year, continues)
-
-
-def _lines(f, budget: int):
-    # split on b"\n" only, as the text reader does with newline="\n"
-    for line in f:
-        yield line.decode("utf-8", "replace")
-        budget -= len(line)
-        if budget <= 0:
-            return
+        return scan_log(logio.capped_bytes(f, end - start), engine, year, continues)

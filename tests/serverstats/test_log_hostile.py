@@ -103,7 +103,8 @@ def test_an_endless_line_is_not_held_whole_in_memory():
 
     proc = subprocess.Popen([*CMD, "-", "--json"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     threading.Thread(target=feed, args=(proc.stdin,), daemon=True).start()
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.stdout.read(), proc.stderr.read()  # communicate() would close stdin first
+    proc.wait(timeout=120)
     assert "Traceback" not in err.decode()
     assert proc.returncode == 0, err
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -113,48 +114,57 @@ def test_an_endless_line_is_not_held_whole_in_memory():
 
 # ---------------------------------------------------------------- numbers
 
-HOSTILE = [
-    ("gen-1e308", STEADY.replace("55.59", "1e308")),
-    ("gen-5e-324", STEADY.replace("55.59", "5e-324")),
-    ("gen-negative", STEADY.replace("55.59", "-55.59")),
-    ("gen-nan", STEADY.replace("55.59", "nan")),
-    ("gen-400-digits", STEADY.replace("55.59", "9" * 400)),
-    ("running-400-digits", STEADY.replace("#running-req: 1", "#running-req: " + "9" * 400)),
-    ("running-5000-digits", STEADY.replace("#running-req: 1", "#running-req: " + "9" * 5000)),
-    ("running-negative", STEADY.replace("#running-req: 1", "#running-req: -3")),
-    ("accept-half", STEADY.replace("accept len: 3.08", "accept len: 0.5")),
-    ("accept-1e308", STEADY.replace("accept len: 3.08", "accept len: 1e308")),
-    ("accept-inf", STEADY.replace("accept len: 3.08", "accept len: inf")),
-    ("vllm-400-digit-counts",
-     "INFO 05-04 01:06:53 metrics.py:341] Speculative metrics: Draft acceptance rate: 0.5, "
+VLLM_OK = (
+    "(APIServer pid=1) INFO 05-07 04:56:17 [loggers.py:271] Engine 000: Avg prompt throughput: 2.5 tokens/s, "
+    "Avg generation throughput: 123.8 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 17.5%"
+)
+LCPP_OK = (
+    "slot print_timing: id  0 | task 1 |        eval time =    1000.00 ms /   100 tokens "
+    "(   10.00 ms per token,   100.00 tokens per second)"
+)
+HOSTILE = [  # (id, a good line of the same engine, the hostile line)
+    ("gen-1e308", STEADY, STEADY.replace("55.59", "1e308")),
+    ("gen-5e-324", STEADY, STEADY.replace("55.59", "5e-324")),
+    ("gen-negative", STEADY, STEADY.replace("55.59", "-55.59")),
+    ("gen-nan", STEADY, STEADY.replace("55.59", "nan")),
+    ("gen-400-digits", STEADY, STEADY.replace("55.59", "9" * 400)),
+    ("running-400-digits", STEADY, STEADY.replace("#running-req: 1", "#running-req: " + "9" * 400)),
+    ("running-5000-digits", STEADY, STEADY.replace("#running-req: 1", "#running-req: " + "9" * 5000)),
+    ("running-negative", STEADY, STEADY.replace("#running-req: 1", "#running-req: -3")),
+    ("accept-half", STEADY, STEADY.replace("accept len: 3.08", "accept len: 0.5")),
+    ("accept-1e308", STEADY, STEADY.replace("accept len: 3.08", "accept len: 1e308")),
+    ("accept-inf", STEADY, STEADY.replace("accept len: 3.08", "accept len: inf")),
+    ("vllm-400-digit-counts", VLLM_OK,
+     "INFO 05-07 04:56:18 metrics.py:341] Speculative metrics: Draft acceptance rate: 0.5, "
      f"System efficiency: 0.5, Number of speculative tokens: 3, Number of accepted tokens: {'9' * 400}, "
      f"Number of draft tokens: 7, Number of emitted tokens: {'9' * 400}."),
-    ("vllm-gen-1e308",
-     "INFO 05-04 01:06:53 metrics.py:341] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
-     "1e308 tokens/s, Running: 4 reqs, Swapped: 0 reqs, Pending: 0 reqs"),
-    ("vllm-accept-half",
-     "(APIServer pid=1) INFO 05-04 01:06:53 [metrics.py:96] SpecDecoding metrics: Mean acceptance length: 0.50, "
+    ("vllm-gen-1e308", VLLM_OK, VLLM_OK.replace("123.8", "1e308")),
+    ("vllm-running-negative", VLLM_OK, VLLM_OK.replace("Running: 1", "Running: -1")),
+    ("vllm-accept-half", VLLM_OK,
+     "(APIServer pid=1) INFO 05-07 04:56:17 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 0.50, "
      "Accepted: 10 tokens, Drafted: 20 tokens"),
-    ("llamacpp-accept-half",
+    ("llamacpp-accept-half", LCPP_OK,
      "slot print_timing: id  0 | task 1 | draft acceptance = 0.5 (  10 accepted /  20 generated), mean len =  0.50"),
-    ("llamacpp-400-digit-tokens",
-     f"slot print_timing: id  0 | task 1 |        eval time =    1000.00 ms /   {'9' * 400} tokens "
-     "(   10.00 ms per token,   100.00 tokens per second)"),
+    ("llamacpp-400-digit-tokens", LCPP_OK, LCPP_OK.replace("100 tokens (", "9" * 400 + " tokens (")),
+    # llama.cpp prints rates with %.2f: 1e308 comes as 309 digits
+    ("llamacpp-gen-1e308", LCPP_OK, LCPP_OK.replace("100.00 tokens per second", "1" + "0" * 308 + ".00 tokens per second")),
 ]
 
 
-@pytest.mark.parametrize("line", [h[1] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
-def test_an_out_of_range_number_rejects_its_line_and_nothing_else(tmp_path, line):
+@pytest.mark.parametrize("good,line", [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_an_out_of_range_number_rejects_its_line_and_nothing_else(tmp_path, good, line):
     f = tmp_path / "server.log"
-    f.write_text(SEED + line + "\n" + STEADY + "\n")
+    f.write_text(f"{good}\n{line}\n{good}\n")
     p = subprocess.run([*CMD, str(f), "--json"], capture_output=True, timeout=60)
     no_traceback(p)
     assert p.returncode == 0, p.stderr
     out = strict(p.stdout)
     s = out["summary"]
     assert s["rejected_lines"] == 1
-    assert [r["line_no"] for r in out["records"]] == [1, 2, 4]
-    assert s["accept_len"]["min"] >= 1 and s["gen_tok_s"]["max"] == 55.59
+    assert [r["line_no"] for r in out["records"]] == [1, 3]
+    for r in out["records"]:
+        assert r["accept_len"] is None or r["accept_len"] >= 1
+        assert r["gen_tok_s"] is None or 0 <= r["gen_tok_s"] <= 1e8
     table = subprocess.run([*CMD, str(f)], capture_output=True, timeout=60)
     no_traceback(table)
     assert table.returncode == 0 and b"rejected" in table.stdout
