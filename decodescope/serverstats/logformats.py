@@ -220,12 +220,22 @@ def _sglang_rank(m: re.Match | None) -> str | None:
     return m.group(4) or m.group(3).strip() or None  # v0.1-0.2: "[gpu_id=0] Decode batch. ..."
 
 
+_last_stamp = ["", None]  # consecutive lines mostly share their second
+
+
 def _sglang_time(m: re.Match | None) -> float | None:
-    if m is None or m.group(1) is None:
+    if m is None:
         return None
-    t = local_epoch(m.group(1))
-    if t is not None and m.group(2):
-        t += int(m.group(2)) / 1000
+    stamp, ms = m.group(1, 2)
+    if stamp is None:
+        return None
+    if stamp == _last_stamp[0]:
+        t = _last_stamp[1]
+    else:
+        t = local_epoch(stamp)
+        _last_stamp[:] = stamp, t
+    if t is not None and ms:
+        t += int(ms) / 1000
     return t
 
 

@@ -151,6 +151,15 @@ class WindowTagger:
         self.deferred = []  # (series, bin) of the windows tagged (PENDING, i)
         self._last = (PENDING, -1) if continues else None
 
+    def _note(self, seg, kind, time_s, process, accept_on, line_no, speculative):
+        reason = seg.boundary(kind, time_s, process, accept_on)
+        if reason is not None:
+            seg = Segment(reason)
+            self.segments.append(seg)
+            self._last = None
+        seg.note(kind, time_s, process, accept_on, line_no, speculative)
+        return seg
+
     def tag(self, rec):
         return self.tag_facts(
             rec.kind, (rec.engine, rec.rank), running_of(rec), rec.accept_len, rec.gen_tok_s,
@@ -161,12 +170,16 @@ class WindowTagger:
                   line_no=0, speculative=None):
         seg = self.segments[-1]
         accept_on = (accept_len is not None) if kind == "decode" and series[0] == "sglang" else None
-        reason = seg.boundary(kind, time_s, process, accept_on)
-        if reason is not None:
-            seg = Segment(reason)
-            self.segments.append(seg)
-            self._last = None
-        seg.note(kind, time_s, process, accept_on, line_no, speculative)
+        if (kind == "startup" or seg.first_line is None or seg.first is not None
+                or (process is not None and process != seg.process)
+                or (time_s is not None and seg.last_time is not None and time_s < seg.last_time - CLOCK_SLACK_S)
+                or (accept_on is not None and accept_on is not seg.accept_on)):
+            seg = self._note(seg, kind, time_s, process, accept_on, line_no, speculative)
+        else:  # the common line: same process, clock and settings as the one before
+            seg.last_line = line_no
+            seg.records += 1
+            if time_s is not None:
+                seg.last_time = time_s
         if kind == "prefill":
             if running == 0:
                 seg.fresh.add(series)
@@ -178,7 +191,7 @@ class WindowTagger:
         b = None if r is None else math.floor(math.log(r) * _BINS_PER_E)
         i = len(self.segments) - 1
         if series in seg.touched:
-            self._last = (i, series not in seg.seen or series in seg.fresh, b)
+            self._last = (i, series in seg.fresh or series not in seg.seen, b)
         elif self.continues and i == 0:
             self.deferred.append((series, b))
             self._last = (PENDING, len(self.deferred) - 1)

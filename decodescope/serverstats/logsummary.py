@@ -127,11 +127,12 @@ class WarmupScan:
         self.kinds[kind] += 1
         tag = self.tagger.tag_facts(kind, series, running, accept_len, gen_tok_s, time_s, process,
                                     line_no, speculative)
-        while len(self.tallies) < len(self.tagger.segments):
-            self._close_bucket(self.tallies[-1])
-            self.tallies.append(Tally())
-        t = self.tallies[-1]
-        if accept_len is not None and kind in ("decode", "spec", "stats"):
+        tallies = self.tallies
+        while len(tallies) < len(self.tagger.segments):
+            self._close_bucket(tallies[-1])
+            tallies.append(Tally())
+        t = tallies[-1]
+        if accept_len is not None and kind != "prefill":
             _add4(t.accept, accept_len)
         if gen_tok_s is None:
             if tag is not None and accept_len is not None:  # a spec line: steady with its window
@@ -139,46 +140,60 @@ class WarmupScan:
             return tag
         self.windows += 1
         t.windows += 1
-        t.ranks.add(series)
-        if gen_tok_s > 0 and running == 0:
+        if series not in t.ranks:
+            t.ranks.add(series)
+        if running == 0 and gen_tok_s > 0:
             _add4(t.low, gen_tok_s)
         self._count(tag, running, accept_len, gen_tok_s)
-        self._bucket(t, series, gen_tok_s, tag, time_s)
+        key = None if time_s is None else int(time_s // BUCKET_S)
+        b = t.bucket
+        if b is None or b[0] != key:
+            b = self._open_bucket(t, key)
+        _into_bucket(b, series, gen_tok_s, tag)
         return tag
 
     def _count(self, tag, running, accept_len, gen_tok_s):
+        # written out, not looped over the three quantities: this runs once per window,
+        # millions of times on a 1 GB log
         if tag[0] == PENDING:
             self._pending.append((tag, running, accept_len, gen_tok_s))
             return
-        t = self.tallies[tag[0]].steady.get(tag[1:])
+        steady = self.tallies[tag[0]].steady
+        key = tag[1:]
+        t = steady.get(key)
         if t is None:
             inf = math.inf
-            t = self.tallies[tag[0]].steady[tag[1:]] = [0, 0.0, inf, -inf, 0.0, inf, -inf, 0, 0.0, inf, -inf]
+            t = steady[key] = [0, 0.0, inf, -inf, 0.0, inf, -inf, 0, 0.0, inf, -inf]
         g = gen_tok_s
         if g is not None:
             gpr = g / (running or 1)
             t[0] += 1
             t[1] += g
-            t[2] = min(t[2], g)
-            t[3] = max(t[3], g)
+            if g < t[2]:
+                t[2] = g
+            if g > t[3]:
+                t[3] = g
             t[4] += gpr
-            t[5] = min(t[5], gpr)
-            t[6] = max(t[6], gpr)
-        if accept_len is not None:
+            if gpr < t[5]:
+                t[5] = gpr
+            if gpr > t[6]:
+                t[6] = gpr
+        a = accept_len
+        if a is not None:
             t[7] += 1
-            t[8] += accept_len
-            t[9] = min(t[9], accept_len)
-            t[10] = max(t[10], accept_len)
+            t[8] += a
+            if a < t[9]:
+                t[9] = a
+            if a > t[10]:
+                t[10] = a
 
-    def _bucket(self, t: Tally, series, gen, tag, time_s):
-        key = None if time_s is None else math.floor(time_s / BUCKET_S)
-        if t.bucket is not None and t.bucket[0] != key:
+    def _open_bucket(self, t: Tally, key):
+        if t.bucket is not None:
             self._close_bucket(t)
-        if t.bucket is None:
-            t.bucket = [key, []]
-            if self.tagger.continues and len(self.tallies) == 1 and t.head is None:
-                t.head = t.bucket
-        t.bucket[1].append((series, gen, tag))
+        b = t.bucket = _new_bucket(key)
+        if self.tagger.continues and len(self.tallies) == 1 and t.head is None:
+            t.head = b
+        return b
 
     def _close_bucket(self, t: Tally):
         b, t.bucket = t.bucket, None
@@ -187,22 +202,10 @@ class WarmupScan:
         self._tally_bucket(t, b)
 
     def _tally_bucket(self, t: Tally, b):
-        members = b[1]
-        if any(tag[0] == PENDING for _, _, tag in members):
+        if b[5]:
             t.pending.append(b)
             return
-        per = {}
-        idle, max_b, max_sb = False, None, None
-        for series, gen, (_, suspect, bin_) in members:
-            s = per.setdefault(series, [0.0, 0])
-            s[0] += gen
-            s[1] += 1
-            if bin_ is None:
-                idle = True
-                continue
-            max_b = bin_ if max_b is None else max(max_b, bin_)
-            if suspect:
-                max_sb = bin_ if max_sb is None else max(max_sb, bin_)
+        key, per, idle, max_b, max_sb, _ = b
         total = sum(v[0] / v[1] for v in per.values())
         _add4(t.totals.setdefault((idle, max_b, max_sb, len(per)), _new4()), total)
 
@@ -253,7 +256,7 @@ class WarmupScan:
             self.tallies.append(head)
         self._join_head(into, head, merge, real)
         for b in head.pending:
-            self._tally_bucket(into, [b[0], [(s, g, real(tag)) for s, g, tag in b[1]]])
+            self._tally_bucket(into, _resolved(b, real))
         head.pending = []
         if len(later.tallies) > 1:  # later segments follow: the joined one has ended
             self._close_bucket(into)
@@ -267,21 +270,21 @@ class WarmupScan:
         """The head's first clock bucket joins the open bucket it continues."""
         first, head.head = head.head, None
         if head.bucket is not None and head.bucket is not first:  # its PENDING tags resolve now
-            head.bucket[1] = [(s, g, real(tag)) for s, g, tag in head.bucket[1]]
+            head.bucket = _resolved(head.bucket, real)
         if first is None:
             return
-        first[1] = [(s, g, real(tag)) for s, g, tag in first[1]]
-        if merge and into.bucket is not None and into.bucket is not first and into.bucket[0] == first[0]:
-            into.bucket[1] += first[1]
-            if head.bucket is first:
-                return  # still open: later windows of the same bucket went into it
-            first = into.bucket
-            into.bucket = head.bucket
+        was_open = head.bucket is first
+        first = _resolved(first, real)
+        if merge and into.bucket is not None and into.bucket is not head.bucket and into.bucket[0] == first[0]:
+            _merge_bucket(into.bucket, first)
+            if was_open:
+                return  # still open: it goes on in into.bucket
+            first, into.bucket = into.bucket, head.bucket
             self._tally_bucket(into, first)
             return
-        if merge and into.bucket is not None and into.bucket is not first:
+        if merge and into.bucket is not None and into.bucket is not head.bucket:
             self._tally_bucket(into, into.bucket)
-        if head.bucket is first:
+        if was_open:
             into.bucket = first
         else:
             self._tally_bucket(into, first)
@@ -367,6 +370,54 @@ class WarmupScan:
             gen_tok_s_per_req=gpr, round_ms=round_ms, dp_ranks=len(t.ranks), lower_bound=lower,
             windows=t.windows, warmup_windows=t.windows - (gpr.n if gpr else 0),
         )
+
+
+def _new_bucket(key):
+    """[clock key, {series: [sum of gen, n]}, any idle, max bin, max suspect bin, PENDING members]"""
+    return [key, {}, False, None, None, None]
+
+
+def _into_bucket(b, series, gen, tag):
+    if tag[0] == PENDING:
+        if b[5] is None:
+            b[5] = []
+        b[5].append((series, gen, tag))
+        return
+    s = b[1].get(series)
+    if s is None:
+        b[1][series] = [gen, 1]
+    else:
+        s[0] += gen
+        s[1] += 1
+    bin_ = tag[2]
+    if bin_ is None:
+        b[2] = True
+        return
+    if b[3] is None or bin_ > b[3]:
+        b[3] = bin_
+    if tag[1] and (b[4] is None or bin_ > b[4]):
+        b[4] = bin_
+
+
+def _merge_bucket(b, other):
+    for series, (g, n) in other[1].items():
+        s = b[1].setdefault(series, [0.0, 0])
+        s[0] += g
+        s[1] += n
+    b[2] = b[2] or other[2]
+    for i in (3, 4):
+        if other[i] is not None and (b[i] is None or other[i] > b[i]):
+            b[i] = other[i]
+    if other[5]:
+        b[5] = (b[5] or []) + other[5]
+
+
+def _resolved(b, real):
+    """The bucket with its PENDING members tagged for good (in place)."""
+    pending, b[5] = b[5], None
+    for series, gen, tag in pending or ():
+        _into_bucket(b, series, gen, real(tag))
+    return b
 
 
 def _median_bin(t: Tally, include_suspect: bool):
