@@ -60,12 +60,14 @@ def log(file, engine, as_json, records, year):
     if not records:
         click.echo(json.dumps({"engine": summary.engine, "summary": summary.to_dict()}))
         return
-    if spool:
+    if first.parts:  # a large plain file, scanned in parallel: its records too
+        _stream_json(None, first, summary, year, file)
+    elif spool:
         spool.seek(0)
         _stream_json(logio.capped(spool), first, summary, year, file)
-        return
-    with logio.open_lines(file) as lines:
-        _stream_json(lines, first, summary, year, file)
+    else:
+        with logio.open_lines(file) as lines:
+            _stream_json(lines, first, summary, year, file)
 
 
 def _tee(lines, spool):
@@ -87,9 +89,18 @@ def _guard(fn, *args, path, **kw):
 
 
 def _stream_json(lines, first, summary, year, path):
-    from decodescope.serverstats.serverlog import write_json
+    """--json to stdout; `lines` None: the records of a file scanned in parallel."""
+    from decodescope.serverstats.logscan import write_records_parallel
+    from decodescope.serverstats.serverlog import JSON_TAIL, json_head, write_json
 
+    out = sys.stdout.buffer
     try:
-        _guard(write_json, sys.stdout.buffer, lines, first.engine, year, first.scan, summary, path=path)
+        if lines is None:
+            out.write(json_head(first.engine, summary))
+            _guard(write_records_parallel, path, first, year, out, path=path)
+            out.write(JSON_TAIL)
+            out.flush()
+        else:
+            _guard(write_json, out, lines, first.engine, year, first.scan, summary, path=path)
     except BrokenPipeError:  # the reader of our output (e.g. head) stopped early: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -34,6 +34,7 @@ What a segment reports:
 
 import math
 from collections import Counter
+from typing import NamedTuple
 
 from decodescope.serverstats.logsegment import _BINS_PER_E, PENDING, WindowTagger, clock_of, running_of
 from decodescope.serverstats.logtypes import OUTLIER_FACTOR, SUSPECT_FACTOR, LogSummary, SegmentSummary, Spread
@@ -211,8 +212,8 @@ class WarmupScan:
 
     def extend(self, later: "WarmupScan"):
         """Appends the scan (continues=True) of the lines that come right after this
-        one's; the result equals one scan of both stretches in order (but for a DP
-        bucket cut by the join, see _join_head). This scan must start at the top."""
+        one's; the result equals one scan of both stretches in order. This scan must
+        start at the top. Returns the Join: how the later stretch's tags read here."""
         mine, theirs = self.tagger, later.tagger
         if mine.continues:
             raise ValueError("extend() a scan that starts at the top of the log")
@@ -223,15 +224,10 @@ class WarmupScan:
             seg.first_line = None if seg.first_line is None else seg.first_line + offset
             seg.last_line = None if seg.last_line is None else seg.last_line + offset
         i0 = len(mine.segments) - 1 if reason is None else len(mine.segments)
-        before = (set(last.seen), set(last.fresh)) if reason is None else (set(), set())
+        join = Join(i0, reason is None, frozenset(last.seen), frozenset(last.fresh), mine._last, offset)
 
         def real(tag):
-            if tag is None or tag[0] != PENDING:
-                return tag if tag is None else (tag[0] + i0,) + tag[1:]
-            if tag[1] < 0:
-                return mine._last if reason is None else None
-            series, b = theirs.deferred[tag[1]]
-            return (i0, series not in before[0] or series in before[1], b)
+            return resolve(tag, join, theirs.deferred)
 
         if reason is None:
             last.absorb(head)
@@ -244,6 +240,7 @@ class WarmupScan:
         self.kinds.update(later.kinds)
         self.windows += later.windows
         self.lines += later.lines
+        return join
 
     def _join_tallies(self, later, merge: bool, real):
         head = later.tallies[0]
@@ -292,15 +289,11 @@ class WarmupScan:
 
     def warmup(self, tag) -> bool:
         """Whether a record with this tag (from add() or a WindowTagger) is warm-up."""
-        if tag is None:
-            return False
-        seg, suspect, b = tag
-        if b is None:
-            return True
-        ref, sus, out = self._thresholds(self.tallies[seg])
-        if ref is None:
-            return False
-        return b > out or (suspect and b > sus)
+        return is_warm(tag, None if tag is None else self._thresholds(self.tallies[tag[0]]))
+
+    def limits(self) -> list:
+        """Each segment's (reference, suspect limit, outlier limit) round-time bins."""
+        return [self._thresholds(t) for t in self.tallies]
 
     def _thresholds(self, t: Tally):
         if t.limits is None:
@@ -370,6 +363,42 @@ class WarmupScan:
             gen_tok_s_per_req=gpr, round_ms=round_ms, dp_ranks=len(t.ranks), lower_bound=lower,
             windows=t.windows, warmup_windows=t.windows - (gpr.n if gpr else 0),
         )
+
+
+class Join(NamedTuple):
+    """Where a stretch scanned apart joined the scan before it (WarmupScan.extend)."""
+
+    i0: int  # index here of the stretch's first segment
+    merged: bool  # that segment continues the one before (else it starts a new one)
+    seen: frozenset  # series with a window in the segment it continues
+    fresh: frozenset  # of those, series whose next window starts at idle
+    last: tuple | None  # tag of the last window before the stretch (for its first spec lines)
+    line_offset: int  # lines before the stretch
+
+
+def resolve(tag, join: Join, deferred: list):
+    """A tag of a stretch scanned apart (WindowTagger(continues=True)) as the whole log's."""
+    if tag is None:
+        return None
+    if tag[0] != PENDING:
+        return (tag[0] + join.i0,) + tag[1:]
+    if tag[1] < 0:
+        return join.last if join.merged else None
+    series, b = deferred[tag[1]]
+    return (join.i0, series not in join.seen or series in join.fresh, b)
+
+
+def is_warm(tag, limits) -> bool:
+    """The warm-up rule for a window's tag, given its segment's limits (WarmupScan.limits)."""
+    if tag is None:
+        return False
+    _, suspect, b = tag
+    if b is None:
+        return True
+    ref, sus, out = limits
+    if ref is None:
+        return False
+    return b > out or (suspect and b > sus)
 
 
 def _new_bucket(key):

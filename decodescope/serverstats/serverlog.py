@@ -52,24 +52,25 @@ class LogRecord:
     def to_dict(self) -> dict:
         return self._dict({k: _json_safe(v) for k, v in self.fields.items()})
 
-    def to_json(self) -> bytes:
-        """to_dict() as JSON, quicker: orjson writes NaN / inf as null as to_dict does;
-        an integer beyond 64 bits (a 400-digit count in some field) takes the slow path."""
+    def to_json(self, warmup: bool | None = None, line_no: int | None = None) -> bytes:
+        """to_dict() as JSON (with this warm-up flag and line number, when given), quicker:
+        orjson writes NaN / inf as null as to_dict does; an integer beyond 64 bits (a
+        400-digit count in some field) takes the slow path."""
         try:
-            return orjson.dumps(self._dict(self.fields))
+            return orjson.dumps(self._dict(self.fields, warmup, line_no))
         except orjson.JSONEncodeError:
-            return json.dumps(self.to_dict()).encode()
+            return json.dumps(self._dict({k: _json_safe(v) for k, v in self.fields.items()}, warmup, line_no)).encode()
 
-    def _dict(self, fields: dict) -> dict:
+    def _dict(self, fields: dict, warmup: bool | None = None, line_no: int | None = None) -> dict:
         return {
             "kind": self.kind,
             "engine": self.engine,
-            "line_no": self.line_no,
+            "line_no": self.line_no if line_no is None else line_no,
             "time_s": self.time_s,
             "rank": self.rank,
             "accept_len": _json_safe(self.accept_len),
             "gen_tok_s": _json_safe(self.gen_tok_s),
-            "warmup": self.warmup,
+            "warmup": self.warmup if warmup is None else warmup,
             "process": self.process,
             "fields": fields,
         }
@@ -235,16 +236,39 @@ def warmup_flags(records: Iterable[LogRecord], scan: WarmupScan) -> Iterator[Log
 def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summary: LogSummary) -> None:
     """`decodescope log --json` to the binary stream `out`: engine, summary, then every
     record of `lines` (the log again, after the scan that gave `summary`), streamed."""
-    head = orjson.dumps({"engine": engine, "summary": summary.to_dict()})
-    out.write(head[:-1] + b', "records": [')
-    sep = b"\n"
-    write = out.write
-    for rec in warmup_flags(LogReader(lines, engine, year), scan):
-        write(sep)
-        write(rec.to_json())
-        sep = b",\n"
-    write(b"\n]}\n")
+    out.write(json_head(engine, summary))
+    write_records(out, lines, engine, year, scan.limits())
+    out.write(JSON_TAIL)
     out.flush()
+
+
+JSON_TAIL = b"\n]}\n"
+
+
+def json_head(engine, summary: LogSummary) -> bytes:
+    """`{"engine": ..., "summary": {...}, "records": [`: what precedes the records."""
+    return orjson.dumps({"engine": engine, "summary": summary.to_dict()})[:-1] + b', "records": ['
+
+
+
+def write_records(out, lines: Iterable[str], engine, year, limits: list, join=None) -> int:
+    """The JSON records of `lines`, comma-separated, to `out`, warm-up flagged by a
+    finished scan's limits; `join`: the lines are a stretch of the log scanned apart
+    (its tags and line numbers read through it). Returns how many were written."""
+    from decodescope.serverstats.logsummary import is_warm, resolve
+
+    tagger = WindowTagger(join is not None)
+    offset = join.line_offset if join is not None else 0
+    deferred, write, n = tagger.deferred, out.write, 0
+    for rec in LogReader(lines, engine, year):
+        tag = tagger.tag(rec)
+        if join is not None:
+            tag = resolve(tag, join, deferred)
+        warm = tag is not None and is_warm(tag, limits[tag[0]])
+        write(b",\n" if n else b"\n")
+        write(rec.to_json(warm, rec.line_no + offset))
+        n += 1
+    return n
 
 
 def _json_safe(v):

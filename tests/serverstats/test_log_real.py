@@ -186,3 +186,22 @@ def test_parallel_scan_of_real_multi_run_logs_equals_one_pass(tmp_path, workers)
         head = scan_log(lines(*names)[:cut])
         head.scan.extend(scan_log(lines(*names)[cut:], "sglang", continues=True).scan)
         assert same(head.scan.summary("sglang", whole.skipped_lines), whole), f"cut at line {cut}"
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_records_written_in_parallel_equal_the_one_pass_records(tmp_path, workers):
+    import io
+
+    from decodescope.serverstats.logscan import write_records_parallel
+
+    names = ["sglang_eagle3.log", "sglang_plain_tp0.log", "sglang_dp_attention_mtp.log", "sglang_prefill_only.log"]
+    f = tmp_path / "all.log"
+    f.write_text("".join(lines(*names)))
+    result = scan_file(str(f), workers=workers, min_bytes=0)
+    assert len(result.parts) == workers
+    out = io.BytesIO()
+    write_records_parallel(str(f), result, None, out)
+    got = json.loads(b"[" + out.getvalue() + b"]")
+    whole = parse_log(lines(*names)).records
+    assert got == [r.to_dict() for r in whole]
+    assert sum(r["warmup"] for r in got) == 1  # the EAGLE3 window after the idle prefill
