@@ -34,72 +34,29 @@ What a segment reports:
 
 import math
 from collections import Counter
-from typing import NamedTuple
 
 from decodescope.serverstats.logsegment import _BINS_PER_E, PENDING, WindowTagger, clock_of, running_of
-from decodescope.serverstats.logtypes import OUTLIER_FACTOR, SUSPECT_FACTOR, LogSummary, SegmentSummary, Spread
+from decodescope.serverstats.logtally import (
+    Join,
+    Tally,
+    add4,
+    into_bucket,
+    is_warm,
+    join4,
+    median_bin,
+    merge_bucket,
+    new4,
+    new_bucket,
+    resolve,
+    resolved,
+    spread,
+    spread4,
+)
+from decodescope.serverstats.logtypes import OUTLIER_FACTOR, SUSPECT_FACTOR, LogSummary, SegmentSummary
 
 
 
 BUCKET_S = 10.0  # DP ranks log on their own schedules: their rates add up per 10 s of clock
-
-
-def _new4():
-    return [0, 0.0, math.inf, -math.inf]
-
-
-def _add4(t, v):
-    t[0] += 1
-    t[1] += v
-    if v < t[2]:
-        t[2] = v
-    if v > t[3]:
-        t[3] = v
-
-
-def _join4(t, u):
-    t[0] += u[0]
-    t[1] += u[1]
-    t[2] = min(t[2], u[2])
-    t[3] = max(t[3], u[3])
-
-
-def _spread4(t) -> Spread | None:
-    return Spread(t[1] / t[0], t[2], t[3], t[0]) if t[0] else None
-
-
-class Tally:
-    """The sums of one segment."""
-
-    def __init__(self):
-        self.steady = {}  # (suspect, bin) -> [n_g, sum_g, min_g, max_g, sum_gpr, min, max, n_a, sum_a, min_a, max_a]
-        self.accept = _new4()  # every window's accept length
-        self.low = _new4()  # gen tok/s of windows that ended with no request running
-        self.totals = {}  # (idle, max bin, max suspect bin) -> 4-list of DP-summed rates
-        self.bucket = None  # [key, [(series, gen, tag)]]: the open clock bucket
-        self.head = None  # CONTINUES: the first bucket, kept until joined
-        self.pending = []  # closed buckets with a PENDING tag
-        self.ranks = set()
-        self.windows = 0
-        self.limits = None
-
-    def join(self, u: "Tally"):
-        for tag, t in u.steady.items():
-            mine = self.steady.setdefault(tag, [0, 0.0, math.inf, -math.inf, 0.0, math.inf, -math.inf,
-                                                0, 0.0, math.inf, -math.inf])
-            for i in (0, 1, 4, 7, 8):
-                mine[i] += t[i]
-            for i in (2, 5, 9):
-                mine[i] = min(mine[i], t[i])
-            for i in (3, 6, 10):
-                mine[i] = max(mine[i], t[i])
-        _join4(self.accept, u.accept)
-        _join4(self.low, u.low)
-        for k, t in u.totals.items():
-            _join4(self.totals.setdefault(k, _new4()), t)
-        self.ranks |= u.ranks
-        self.windows += u.windows
-        self.limits = None
 
 
 class WarmupScan:
@@ -134,7 +91,7 @@ class WarmupScan:
             tallies.append(Tally())
         t = tallies[-1]
         if accept_len is not None and kind != "prefill":
-            _add4(t.accept, accept_len)
+            add4(t.accept, accept_len)
         if gen_tok_s is None:
             if tag is not None and accept_len is not None:  # a spec line: steady with its window
                 self._count(tag, None, accept_len, None)
@@ -144,13 +101,13 @@ class WarmupScan:
         if series not in t.ranks:
             t.ranks.add(series)
         if running == 0 and gen_tok_s > 0:
-            _add4(t.low, gen_tok_s)
+            add4(t.low, gen_tok_s)
         self._count(tag, running, accept_len, gen_tok_s)
         key = None if time_s is None else int(time_s // BUCKET_S)
         b = t.bucket
         if b is None or b[0] != key:
             b = self._open_bucket(t, key)
-        _into_bucket(b, series, gen_tok_s, tag)
+        into_bucket(b, series, gen_tok_s, tag)
         return tag
 
     def _count(self, tag, running, accept_len, gen_tok_s):
@@ -191,7 +148,7 @@ class WarmupScan:
     def _open_bucket(self, t: Tally, key):
         if t.bucket is not None:
             self._close_bucket(t)
-        b = t.bucket = _new_bucket(key)
+        b = t.bucket = new_bucket(key)
         if self.tagger.continues and len(self.tallies) == 1 and t.head is None:
             t.head = b
         return b
@@ -208,7 +165,7 @@ class WarmupScan:
             return
         key, per, idle, max_b, max_sb, _ = b
         total = sum(v[0] / v[1] for v in per.values())
-        _add4(t.totals.setdefault((idle, max_b, max_sb, len(per)), _new4()), total)
+        add4(t.totals.setdefault((idle, max_b, max_sb, len(per)), new4()), total)
 
     def extend(self, later: "WarmupScan"):
         """Appends the scan (continues=True) of the lines that come right after this
@@ -253,7 +210,7 @@ class WarmupScan:
             self.tallies.append(head)
         self._join_head(into, head, merge, real)
         for b in head.pending:
-            self._tally_bucket(into, _resolved(b, real))
+            self._tally_bucket(into, resolved(b, real))
         head.pending = []
         if len(later.tallies) > 1:  # later segments follow: the joined one has ended
             self._close_bucket(into)
@@ -267,13 +224,13 @@ class WarmupScan:
         """The head's first clock bucket joins the open bucket it continues."""
         first, head.head = head.head, None
         if head.bucket is not None and head.bucket is not first:  # its PENDING tags resolve now
-            head.bucket = _resolved(head.bucket, real)
+            head.bucket = resolved(head.bucket, real)
         if first is None:
             return
         was_open = head.bucket is first
-        first = _resolved(first, real)
+        first = resolved(first, real)
         if merge and into.bucket is not None and into.bucket is not head.bucket and into.bucket[0] == first[0]:
-            _merge_bucket(into.bucket, first)
+            merge_bucket(into.bucket, first)
             if was_open:
                 return  # still open: it goes on in into.bucket
             first, into.bucket = into.bucket, head.bucket
@@ -297,9 +254,9 @@ class WarmupScan:
 
     def _thresholds(self, t: Tally):
         if t.limits is None:
-            ref = _median_bin(t, False)
+            ref = median_bin(t, False)
             if ref is None:
-                ref = _median_bin(t, True)
+                ref = median_bin(t, True)
             if ref is None:
                 t.limits = (None, None, None)
             else:
@@ -331,145 +288,37 @@ class WarmupScan:
 
     def _segment(self, engine, i, seg, t: Tally) -> SegmentSummary:
         steady = [v for tag, v in t.steady.items() if not self.warmup((i,) + tag)]
-        gpr = _spread(steady, 0, 4, 5, 6)
-        gen = _spread(steady, 0, 1, 2, 3)
-        steady_accept = _spread(steady, 7, 8, 9, 10)
+        gpr = spread(steady, 0, 4, 5, 6)
+        gen = spread(steady, 0, 1, 2, 3)
+        steady_accept = spread(steady, 7, 8, 9, 10)
         buckets = dict(t.totals)
         if t.bucket is not None and t.bucket is not t.head:  # the open bucket counts too
             probe = Tally()
             self._tally_bucket(probe, t.bucket)
             for k, v in probe.totals.items():
-                _join4(buckets.setdefault(k, _new4()), v)
+                join4(buckets.setdefault(k, new4()), v)
         size = max((k[3] for k in buckets), default=0)
-        total = _new4()
+        total = new4()
         for k, v in buckets.items():
             if k[3] == size and not self._bucket_warm(t, k):
-                _join4(total, v)
+                join4(total, v)
         if len(t.ranks) == 1 and gen is not None:  # one series: its windows are the server's
             total = [gen.n, gen.mean * gen.n, gen.min, gen.max]
         lower = gen is None and t.low[0] > 0
         if lower:
-            gen = _spread4(t.low)
-            total = t.low if len(t.ranks) == 1 else _new4()
+            gen = spread4(t.low)
+            total = t.low if len(t.ranks) == 1 else new4()
         if engine == "llamacpp":  # one request per line: the server's total is in its /metrics
-            gen, total = None, _new4()
-        accept = steady_accept or _spread4(t.accept)
+            gen, total = None, new4()
+        accept = steady_accept or spread4(t.accept)
         round_ms = None
         if gpr and gpr.mean > 0 and (accept is not None or seg.speculative is False):
             round_ms = 1000.0 * (accept.mean if accept else 1.0) / gpr.mean
         return SegmentSummary(
             first_line=seg.first_line, last_line=seg.last_line, reason=seg.reason,
-            accept_len=_spread4(t.accept), gen_tok_s=gen, gen_tok_s_total=_spread4(total),
+            accept_len=spread4(t.accept), gen_tok_s=gen, gen_tok_s_total=spread4(total),
             gen_tok_s_per_req=gpr, round_ms=round_ms, dp_ranks=len(t.ranks), lower_bound=lower,
             windows=t.windows, warmup_windows=t.windows - (gpr.n if gpr else 0),
         )
 
 
-class Join(NamedTuple):
-    """Where a stretch scanned apart joined the scan before it (WarmupScan.extend)."""
-
-    i0: int  # index here of the stretch's first segment
-    merged: bool  # that segment continues the one before (else it starts a new one)
-    seen: frozenset  # series with a window in the segment it continues
-    fresh: frozenset  # of those, series whose next window starts at idle
-    last: tuple | None  # tag of the last window before the stretch (for its first spec lines)
-    line_offset: int  # lines before the stretch
-
-
-def resolve(tag, join: Join, deferred: list):
-    """A tag of a stretch scanned apart (WindowTagger(continues=True)) as the whole log's."""
-    if tag is None:
-        return None
-    if tag[0] != PENDING:
-        return (tag[0] + join.i0,) + tag[1:]
-    if tag[1] < 0:
-        return join.last if join.merged else None
-    series, b = deferred[tag[1]]
-    return (join.i0, series not in join.seen or series in join.fresh, b)
-
-
-def is_warm(tag, limits) -> bool:
-    """The warm-up rule for a window's tag, given its segment's limits (WarmupScan.limits)."""
-    if tag is None:
-        return False
-    _, suspect, b = tag
-    if b is None:
-        return True
-    ref, sus, out = limits
-    if ref is None:
-        return False
-    return b > out or (suspect and b > sus)
-
-
-def _new_bucket(key):
-    """[clock key, {series: [sum of gen, n]}, any idle, max bin, max suspect bin, PENDING members]"""
-    return [key, {}, False, None, None, None]
-
-
-def _into_bucket(b, series, gen, tag):
-    if tag[0] == PENDING:
-        if b[5] is None:
-            b[5] = []
-        b[5].append((series, gen, tag))
-        return
-    s = b[1].get(series)
-    if s is None:
-        b[1][series] = [gen, 1]
-    else:
-        s[0] += gen
-        s[1] += 1
-    bin_ = tag[2]
-    if bin_ is None:
-        b[2] = True
-        return
-    if b[3] is None or bin_ > b[3]:
-        b[3] = bin_
-    if tag[1] and (b[4] is None or bin_ > b[4]):
-        b[4] = bin_
-
-
-def _merge_bucket(b, other):
-    for series, (g, n) in other[1].items():
-        s = b[1].setdefault(series, [0.0, 0])
-        s[0] += g
-        s[1] += n
-    b[2] = b[2] or other[2]
-    for i in (3, 4):
-        if other[i] is not None and (b[i] is None or other[i] > b[i]):
-            b[i] = other[i]
-    if other[5]:
-        b[5] = (b[5] or []) + other[5]
-
-
-def _resolved(b, real):
-    """The bucket with its PENDING members tagged for good (in place)."""
-    pending, b[5] = b[5], None
-    for series, gen, tag in pending or ():
-        _into_bucket(b, series, gen, real(tag))
-    return b
-
-
-def _median_bin(t: Tally, include_suspect: bool):
-    counts = sorted(
-        (b, v[0]) for (suspect, b), v in t.steady.items()
-        if b is not None and v[0] and (include_suspect or not suspect)
-    )
-    total = sum(n for _, n in counts)
-    seen = 0
-    for b, n in counts:
-        seen += n
-        if 2 * seen >= total:
-            return b
-    return None
-
-
-def _spread(tallies, n_i, sum_i, min_i, max_i) -> Spread | None:
-    n = sum(t[n_i] for t in tallies)
-    if n == 0:
-        return None
-    return Spread(
-        mean=sum(t[sum_i] for t in tallies) / n,
-        min=min(t[min_i] for t in tallies if t[n_i]),
-        max=max(t[max_i] for t in tallies if t[n_i]),
-        n=n,
-    )

@@ -255,7 +255,7 @@ def write_records(out, lines: Iterable[str], engine, year, limits: list, join=No
     """The JSON records of `lines`, comma-separated, to `out`, warm-up flagged by a
     finished scan's limits; `join`: the lines are a stretch of the log scanned apart
     (its tags and line numbers read through it). Returns how many were written."""
-    from decodescope.serverstats.logsummary import is_warm, resolve
+    from decodescope.serverstats.logtally import is_warm, resolve
 
     tagger = WindowTagger(join is not None)
     offset = join.line_offset if join is not None else 0
