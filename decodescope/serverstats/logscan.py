@@ -24,7 +24,7 @@ PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs m
 class LogScan(NamedTuple):
     engine: str | None  # None when no line was recognised
     skipped_lines: int
-    scan: WarmupScan  # its warmup(tag) flags records on a second pass (serverlog.warmup_flags)
+    scan: WarmupScan  # its limits() flag records on a second pass (serverlog.write_records)
     rejected_lines: int = 0
     parts: tuple = ()  # (start, end, Join or None) of each byte range scanned in parallel
 

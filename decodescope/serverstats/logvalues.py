@@ -28,9 +28,9 @@ class Parsed(NamedTuple):
 
 
 def checked(running, accept, gen):
-    """(running, accept, gen) when each is absent or in range, else Rejected: running
-    0..MAX_RUNNING, accept 1..MAX_ACCEPT, gen 0..MAX_TOK_S, all finite."""
-    if running is not None and not 0 <= running <= MAX_RUNNING:
+    """(running, accept, gen) when each is absent or in range, else Rejected: running a
+    whole number 0..MAX_RUNNING, accept 1..MAX_ACCEPT, gen 0..MAX_TOK_S, all finite."""
+    if running is not None and not (0 <= running <= MAX_RUNNING and running % 1 == 0):  # a whole count
         raise Rejected(f"#running {running!r:.40}")
     if accept is not None and not 1.0 <= accept <= MAX_ACCEPT:
         raise Rejected(f"accept len {accept!r:.40}")

@@ -204,7 +204,7 @@ def detect_engine(lines: Iterable[str]) -> str | None:
 def parse_log(lines: Iterable[str], engine: str | None = None, year: int | None = None) -> LogParse:
     """All records of a log, warm-up marked, with the steady-state summary. Keeps every
     record in memory: for a large log, logscan.scan_log / scan_file give the summary in
-    one streaming pass and warmup_flags() the records in a second."""
+    one streaming pass and write_records() the records in a second."""
     reader = LogReader(lines, engine, year)
     scan = WarmupScan()
     tagged = [(rec, scan.add(rec)) for rec in reader]
@@ -222,15 +222,6 @@ def summarize(records: Iterable[LogRecord], skipped_lines: int = 0, rejected_lin
         engine = engine or rec.engine
         scan.add(rec)
     return scan.summary(engine, skipped_lines, rejected_lines)
-
-
-def warmup_flags(records: Iterable[LogRecord], scan: WarmupScan) -> Iterator[LogRecord]:
-    """Second pass: the same records again, each with the warm-up flag a finished scan
-    of them gives (a fresh tagger reproduces the first pass's tags)."""
-    tagger = WindowTagger()
-    for rec in records:
-        flag = scan.warmup(tagger.tag(rec))
-        yield replace(rec, warmup=flag) if flag else rec
 
 
 def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summary: LogSummary) -> None:

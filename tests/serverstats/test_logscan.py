@@ -1,6 +1,8 @@
 """The summary pass for large logs (few-field SGLang reading, parallel byte ranges)
 gives exactly what parsing every record in one pass gives."""
 
+import io
+import json
 import random
 
 import pytest
@@ -9,7 +11,7 @@ from test_serverlog import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill
 from decodescope.serverstats.logformats import Rejected, _facts, parse_sglang, sglang_facts
 from decodescope.serverstats.logscan import scan_file, scan_log
 from decodescope.serverstats.logsummary import WarmupScan
-from decodescope.serverstats.serverlog import LogReader, parse_log, warmup_flags
+from decodescope.serverstats.serverlog import parse_log, write_records
 
 ODD_SGLANG = [
     "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: x, accept len: 3.0, gen throughput (token/s): 5.00",
@@ -111,8 +113,10 @@ def test_parallel_byte_ranges_join_into_the_one_pass_result(tmp_path, lines, wor
     part = scan_file(str(f), year=2025, workers=workers, min_bytes=0)
     assert same(part.summary(), whole.summary)
     # the flags a second pass gives from the joined scan are the one-pass flags
-    again = list(warmup_flags(LogReader(lines, part.engine, 2025), part.scan))
-    assert [r.warmup for r in again] == [r.warmup for r in whole.records]
+    out = io.BytesIO()
+    write_records(out, lines, part.engine, 2025, part.scan.limits())
+    again = json.loads(b"[" + out.getvalue() + b"]")
+    assert [r["warmup"] for r in again] == [r.warmup for r in whole.records]
 
 
 def test_every_cut_point_joins_exactly():
