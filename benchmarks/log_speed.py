@@ -7,12 +7,13 @@ binary garbage. Then times the whole `decodescope log FILE` process on it (table
 one pass) and, with --json, also `--json --no-records` and `--json` (every record
 streamed, two passes) to /dev/null.
 
-    python benchmarks/log_speed.py [--mb 1000] [--json] [--keep]
+    python benchmarks/log_speed.py [--mb 1000] [--json] [--keep] [--log PATH]
 """
 
 import argparse
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -68,13 +69,17 @@ def write_log(path: str, mb: float) -> int:
     return os.path.getsize(path)
 
 
-def timed(args: list[str]) -> float:
+def timed(args: list[str]) -> tuple[float, float]:
+    """(wall s, CPU s of the process and its workers): on a shared machine the CPU
+    seconds compare runs where the wall clock does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "decodescope", "log", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.exit(f"decodescope log failed: {p.stderr.decode()}")
-    return elapsed
+    return elapsed, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def main():
@@ -82,11 +87,12 @@ def main():
     ap.add_argument("--mb", type=float, default=1000, help="log size in MB (1e6 bytes)")
     ap.add_argument("--json", action="store_true", help="also time --json --no-records and --json")
     ap.add_argument("--keep", action="store_true", help="keep the log and print its path")
+    ap.add_argument("--log", help="time this log (written by an earlier --keep run) instead of writing one")
     args = ap.parse_args()
     folder = tempfile.mkdtemp(prefix="decodescope-logspeed-")
-    path = os.path.join(folder, "sglang.log")
+    path = args.log or os.path.join(folder, "sglang.log")
     start = time.perf_counter()
-    size = write_log(path, args.mb)
+    size = os.path.getsize(path) if args.log else write_log(path, args.mb)
     with open(path, "rb") as f:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
     print(f"log: {size / 1e6:.0f} MB, {lines} lines, written in {time.perf_counter() - start:.1f} s ({path})")
@@ -96,12 +102,13 @@ def main():
                  ("decodescope log FILE --json (records to /dev/null)", [path, "--json"])]
     try:
         for label, argv in runs:
-            s = timed(argv)
-            print(f"{label}: {s:.1f} s, {size / 1e6 / s:.0f} MB/s, {lines / s / 1e6:.2f} M lines/s")
+            s, cpu = timed(argv)
+            print(f"{label}: {s:.1f} s, {size / 1e6 / s:.0f} MB/s, {lines / s / 1e6:.2f} M lines/s; "
+                  f"CPU {cpu:.1f} s ({size / 1e6 / cpu:.0f} MB per CPU-second)")
     finally:
-        if not args.keep:
+        if not args.keep and not args.log:
             os.remove(path)
-            os.rmdir(folder)
+        os.rmdir(folder) if not os.listdir(folder) else None
 
 
 if __name__ == "__main__":

@@ -22,22 +22,15 @@ import aiohttp
 
 from decodescope.errors import DecodescopeError
 from decodescope.serverstats import serverlog
+from decodescope.serverstats.sample import SampleSource, ServerSample
 from decodescope.serverstats.tail import LogTail
 
 TAIL_POLL_S = 0.1  # how late a log line can reach the run file
 
 
 def sample(kind: str, time_s: float, window_s, accept_len, gen_tok_s, warmup: bool, data: dict, **extra) -> dict:
-    return {
-        "type": kind,
-        "time_s": time_s,
-        "window_s": window_s,
-        "accept_len": accept_len,
-        "gen_tok_s": gen_tok_s,
-        "warmup": warmup,
-        **extra,
-        "data": data,
-    }
+    """A run-file line: serverstats.sample.ServerSample as a dict."""
+    return ServerSample(SampleSource(kind), time_s, window_s, accept_len, gen_tok_s, warmup, data, **extra).to_dict()
 
 
 class ServerWatch:
@@ -49,6 +42,7 @@ class ServerWatch:
         self.on_sample = on_sample
         self.on_warning = on_warning
         self.engine = None  # locked to the first engine recognised in the log
+        self._reader = serverlog.LogReader(())
         self._line_start: dict = {}  # (kind, rank) -> earliest time_s the previous line could have been written
         self._eval_s: dict = {}  # llama.cpp slot -> eval time of its last request, s
         self._last_poll = 0.0
@@ -90,8 +84,8 @@ class ServerWatch:
         # (when the line before it could first have been written, now]
         written_after, self._last_poll = self._last_poll, t
         for line in self.tail.poll():
-            rec = serverlog.parse_line(line, self.engine)
-            if rec is None:
+            rec = self._reader.record(line)  # one reader: llama.cpp draft counts pair with their eval line
+            if rec is None or rec.kind == "startup":
                 continue  # not a statistics line: counted by `decodescope log`, ignored here
             self.engine = rec.engine
             if rec.engine == "llamacpp" and rec.kind in ("decode", "spec"):

@@ -9,78 +9,25 @@ pairs and keep every key as the engine prints it, because the field set has chan
 many times and will change again."""
 
 import re
-import time
-from typing import NamedTuple
 
+from decodescope.serverstats.llamacpp_log import llamacpp_pid, parse_llamacpp
+from decodescope.serverstats.logvalues import (
+    MAX_ACCEPT,
+    MAX_RUNNING,
+    MAX_TOK_S,
+    MIN_TOK_S,
+    Parsed,
+    Rejected,
+    checked,
+    count,
+    is_num,
+    local_epoch,
+    number,
+    pairs,
+)
 
-class Parsed(NamedTuple):
-    kind: str  # "decode" | "prefill" | "spec" | "stats"
-    time_s: float | None  # epoch seconds (local time, as the server's logger wrote it)
-    rank: str | None
-    fields: dict
-    accept_len: float | None  # tokens per verify round incl. the bonus token
-    gen_tok_s: float | None  # generated tokens per second over the line's window, all requests
-
-
-# ---------------------------------------------------------------- values and pairs
-
-
-def number(text: str):
-    """'0.00' -> 0.0, '4 reqs' -> 4, '1.2%' -> 1.2, 'True' -> True; anything else stays text.
-    Units after the number are dropped: the key says what the value is."""
-    word = text.strip().split(" ", 1)[0].rstrip("%.,")
-    if word == "True" or word == "False":
-        return word == "True"
-    for kind in (int, float):
-        try:
-            return kind(word)
-        except ValueError:
-            pass
-    return text.strip()
-
-
-def pairs(text: str, lists: bool = False) -> dict:
-    """'a: 1, b: 2.5' -> {'a': 1, 'b': 2.5}: pieces split at ', ', key before the first
-    ': ', the last piece of a key wins. A piece without ': ' is dropped, or with `lists`
-    continues the previous value: 'c: 0.8, 0.6' -> {'c': [0.8, 0.6]} (vLLM's
-    per-position rates are a comma-separated list inside a comma-separated line)."""
-    fields = {}
-    key = None
-    for part in text.split(", "):
-        k, sep, v = part.partition(": ")
-        if sep:
-            key = k
-            # fast path for a bare number, most values; number() for units, %, bools
-            if v[-1:].isdigit():
-                try:
-                    fields[key] = float(v) if "." in v else int(v)
-                    continue
-                except ValueError:
-                    pass
-            fields[key] = number(v)
-        elif lists and key is not None and part.strip():
-            prev = fields[key]
-            fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
-    return fields
-
-
-_hour_epoch: dict[str, float] = {}
-
-
-def local_epoch(stamp: str) -> float | None:
-    """Epoch seconds of a local-time 'YYYY-mm-dd HH:MM:SS'. One mktime per hour of log:
-    daylight-saving changes fall on the hour, so minutes and seconds simply add."""
-    hour = stamp[:13]
-    base = _hour_epoch.get(hour)
-    try:
-        if base is None:
-            base = time.mktime(time.strptime(hour, "%Y-%m-%d %H"))
-            if len(_hour_epoch) > 100_000:
-                _hour_epoch.clear()
-            _hour_epoch[hour] = base
-        return base + int(stamp[14:16]) * 60 + int(stamp[17:19])
-    except (ValueError, OverflowError):
-        return None
+__all__ = ["ENGINES", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
+           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_vllm", "sglang_facts"]
 
 
 # ---------------------------------------------------------------- SGLang
@@ -109,18 +56,21 @@ def parse_sglang(line: str) -> Parsed | None:
         return None
     fields.update(pairs(rest[2:]))
     gen = fields.get("gen throughput (token/s)")
-    gen = gen if _is_num(gen) else None
+    gen = gen if is_num(gen) else None
     if kind == "decode" and gen is None:
         return None
     accept = fields.get("accept len") if kind == "decode" else None
+    running = fields.get("#running-req")
+    checked(running if is_num(running) else None, accept if is_num(accept) else None, gen)
     m = _SGL_PREFIX.search(line, 0, at)
-    return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept if _is_num(accept) else None, gen)
+    return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept if is_num(accept) else None, gen)
 
 
 def sglang_facts(line: str) -> tuple | None:
-    """(kind, rank, #running-req, accept_len, gen_tok_s) of an SGLang line, reading only
-    those fields: a summary of a 1 GB log cannot afford to split every field of every
-    line. Whenever a value does not read cleanly it asks parse_sglang, so the two agree."""
+    """(kind, rank, #running-req, accept_len, gen_tok_s, time_s) of an SGLang line,
+    reading only those fields: a summary of a 1 GB log cannot afford to split every
+    field of every line. Whenever a value does not read cleanly it asks parse_sglang,
+    so the two agree (Rejected included)."""
     at = line.find("Decode batch")
     kind = "decode"
     if at < 0:
@@ -151,7 +101,11 @@ def sglang_facts(line: str) -> tuple | None:
                 accept = float(line[i:j] if j >= 0 else line[i:])
     except ValueError:
         return _facts(parse_sglang(line))
-    return kind, _sglang_rank(_SGL_PREFIX.search(line, 0, at)), running, accept, gen
+    if not ((gen is None or gen == 0.0 or MIN_TOK_S <= gen <= MAX_TOK_S) and (running is None or 0 <= running <= MAX_RUNNING)
+            and (accept is None or 1.0 <= accept <= MAX_ACCEPT)):
+        return _facts(parse_sglang(line))  # raises Rejected, or reads what the full parser reads
+    m = _SGL_PREFIX.search(line, 0, at)
+    return kind, _sglang_rank(m), running, accept, gen, _sglang_time(m)
 
 
 def _piece(line: str, key: str, body: int) -> int:
@@ -167,11 +121,7 @@ def _facts(p: Parsed | None) -> tuple | None:
     if p is None:
         return None
     running = p.fields.get("#running-req")
-    return p.kind, p.rank, running if _is_num(running) else None, p.accept_len, p.gen_tok_s
-
-
-def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return p.kind, p.rank, running if is_num(running) else None, p.accept_len, p.gen_tok_s, p.time_s
 
 
 def _sglang_rank(m: re.Match | None) -> str | None:
@@ -180,12 +130,22 @@ def _sglang_rank(m: re.Match | None) -> str | None:
     return m.group(4) or m.group(3).strip() or None  # v0.1-0.2: "[gpu_id=0] Decode batch. ..."
 
 
+_last_stamp = ["", None]  # consecutive lines mostly share their second
+
+
 def _sglang_time(m: re.Match | None) -> float | None:
-    if m is None or m.group(1) is None:
+    if m is None:
         return None
-    t = local_epoch(m.group(1))
-    if t is not None and m.group(2):
-        t += int(m.group(2)) / 1000
+    stamp, ms = m.group(1, 2)
+    if stamp is None:
+        return None
+    if stamp == _last_stamp[0]:
+        t = _last_stamp[1]
+    else:
+        t = local_epoch(stamp)
+        _last_stamp[:] = stamp, t
+    if t is not None and ms:
+        t += int(ms) / 1000
     return t
 
 
@@ -197,6 +157,7 @@ _VLLM_PREFIX = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] "
 )
 _VLLM_ENGINE = re.compile(r"(Engine \d+|\d+ Engines Aggregated): $")
+_VLLM_PID = re.compile(r"^\((?:APIServer|ApiServer_\d+) pid=(\d+)\) ")
 
 
 def parse_vllm(line: str, year: int) -> Parsed | None:
@@ -204,19 +165,27 @@ def parse_vllm(line: str, year: int) -> Parsed | None:
     if at >= 0:
         fields = pairs(line[at:])
         gen = fields.get("Avg generation throughput")
-        if not _is_num(gen):
+        if not is_num(gen):
             return None
+        running = fields.get("Running")
+        checked(running if is_num(running) else None, None, gen)
         head = line[:at]
         m = _VLLM_ENGINE.search(head)
         rank = m.group(1) if m else None
-        return Parsed("stats", _vllm_time(head, year), rank, fields, None, float(gen))
+        return Parsed("stats", _vllm_time(head, year), rank, fields, None, float(gen), _vllm_pid(line))
     for marker in ("SpecDecoding metrics: ", "Speculative metrics: "):
         at = line.find(marker)
         if at >= 0:
             fields = pairs(line[at + len(marker) :], lists=True)
             accept = _vllm_accept_len(fields)
-            return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None)
+            checked(None, accept, None)
+            return Parsed("spec", _vllm_time(line[:at], year), None, fields, accept, None, _vllm_pid(line))
     return None
+
+
+def _vllm_pid(line: str) -> str | None:
+    m = _VLLM_PID.match(line)
+    return m.group(1) if m else None
 
 
 def _vllm_time(head: str, year: int) -> float | None:
@@ -226,7 +195,7 @@ def _vllm_time(head: str, year: int) -> float | None:
 
 def _vllm_accept_len(fields: dict) -> float | None:
     mean = fields.get("Mean acceptance length")  # V1 since PR #16665: 1 + accepted/drafts
-    if _is_num(mean):
+    if is_num(mean):
         return float(mean)
     # V0 "Speculative metrics": emitted tokens (bonus included) per verify step, where
     # steps = draft tokens / k. Its counters are lifetime totals (secondhand), so this is
@@ -234,109 +203,40 @@ def _vllm_accept_len(fields: dict) -> float | None:
     emitted = fields.get("Number of emitted tokens")
     drafts = fields.get("Number of draft tokens")
     k = fields.get("Number of speculative tokens")
-    if all(_is_num(x) for x in (emitted, drafts, k)) and drafts > 0:
-        return emitted * k / drafts
+    if all(is_num(x) for x in (emitted, drafts, k)) and count(drafts) > 0:
+        return count(emitted) * count(k) / drafts
     return None
 
 
-# ---------------------------------------------------------------- llama.cpp
+# ---------------------------------------------------------------- server start-up
 
-# "slot print_timing: id  0 | task 0 | " (since late 2024); before that
-# "INFO [           print_timings] ... | tid=... timestamp=1717000000 id_slot=0 id_task=0 ..."
-_NUM = r"(-?(?:\d+(?:\.\d*)?|nan|inf))"  # printf %f; a 0 ms phase prints "inf tokens per second"
-_LCPP_SLOT = re.compile(r"slot +\S+: +id +(\d+) \| task (-?\d+) \| ")
-_LCPP_OLD_TAIL = re.compile(r"timestamp=(\d+)|id_slot=(\d+)|id_task=(-?\d+)")
-_LCPP_ELAPSED = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")  # --log-timestamps
-# "prompt eval time = 1234.56 ms /   512 tokens (    2.41 ms per token,   414.83 tokens per second)"
-# also "generation eval time = ... / N runs   (...)" (2024) and "total time = ... ms / N tokens"
-_LCPP_TIMING = re.compile(
-    rf"(prompt eval|generation eval|eval|total) time\s*=\s*{_NUM} ms"
-    r"(?:\s*/\s*(\d+) (?:tokens|runs))?"
-    rf"(?:\s*\(\s*{_NUM} ms per token,\s*{_NUM} tokens per second\))?"
-)
-# "draft acceptance = 0.63158 (   24 accepted /    38 generated), mean len =  2.85";
-# oldest "draft acceptance rate = ..." without the mean; one variant spells
-# "mean acceptance length = ..., acceptance rate per position = (0.9, 0.7)"
-_LCPP_DRAFT = re.compile(
-    rf"draft acceptance(?: rate)? = {_NUM} \(\s*(\d+) accepted /\s*(\d+) generated\)"
-    rf"(?:, mean (?:len|acceptance length) =\s*{_NUM})?"
-    r"(?:, acceptance rate per position = \(([^)]*)\))?"
-)
-_LCPP_PROGRESS = re.compile(rf"n_gen = (\d+), tg = {_NUM} t/s(?:, tg_3s = {_NUM} t/s)?")
+# One line each engine writes once as a server starts, and what it says about
+# speculative decoding: SGLang logs its ServerArgs (speculative_algorithm=None or 'EAGLE'),
+# vLLM its version and then the engine config (speculative_config=None or SpeculativeConfig(...)),
+# llama-server the address it listens on.
+STARTUP_MARKERS = {
+    "sglang": ("server_args=ServerArgs(",),
+    "vllm": ("vLLM API server version", "Initializing a V1 LLM engine", "Initializing an LLM engine", "Starting vLLM"),
+    "llamacpp": ("server is listening on",),
+}
+_SPEC_SETTING = re.compile(r"(speculative_algorithm|speculative_config)=(None|\S)")
 
 
-def parse_llamacpp(line: str) -> Parsed | None:
-    if "time =" in line:
-        m = _LCPP_TIMING.search(line)
-        return _llamacpp_timing(line, m) if m else None
-    if "draft acceptance" in line:
-        m = _LCPP_DRAFT.search(line)
-        return _llamacpp_draft(line, m) if m else None
-    if "n_gen = " in line:
-        m = _LCPP_PROGRESS.search(line)
-        return _llamacpp_progress(line, m) if m else None
-    return None
-
-
-def _llamacpp_timing(line: str, m: re.Match) -> Parsed:
-    what, ms, n, ms_per_tok, tok_s = m.groups()
-    fields = {"time_ms": float(ms)}
-    if n is not None:
-        fields["tokens"] = int(n)
-    if tok_s is not None:
-        fields["ms_per_token"] = float(ms_per_tok)
-        fields["tokens_per_second"] = float(tok_s)
-    time_s, rank = _llamacpp_prefix(line, fields)
-    if what == "prompt eval":
-        return Parsed("prefill", time_s, rank, fields, None, None)
-    if what == "total":
-        return Parsed("stats", time_s, rank, fields, None, None)
-    gen = float(tok_s) if tok_s is not None else None
-    return Parsed("decode", time_s, rank, fields, None, gen)
-
-
-def _llamacpp_draft(line: str, m: re.Match) -> Parsed:
-    ratio, accepted, drafted, mean, per_pos = m.groups()
-    fields = {"draft_acceptance": float(ratio), "accepted": int(accepted), "generated": int(drafted)}
-    accept = None
-    if mean is not None:  # 1 + accepted / verify steps
-        accept = fields["mean_len"] = float(mean)
-    if per_pos:
-        fields["acceptance_rate_per_position"] = [number(x) for x in per_pos.split(",")]
-    time_s, rank = _llamacpp_prefix(line, fields)
-    return Parsed("spec", time_s, rank, fields, accept, None)
-
-
-def _llamacpp_progress(line: str, m: re.Match) -> Parsed:
-    # periodic during long generations; tg = whole request so far, tg_3s = last 3 s.
-    # Kept as "stats" so it is not counted twice with the request's final eval line.
-    n_gen, tg, tg_3s = m.groups()
-    fields = {"n_gen": int(n_gen), "tg": float(tg)}
-    if tg_3s is not None:
-        fields["tg_3s"] = float(tg_3s)
-    time_s, rank = _llamacpp_prefix(line, fields)
-    return Parsed("stats", time_s, rank, fields, None, None)
-
-
-def _llamacpp_prefix(line: str, fields: dict) -> tuple[float | None, str | None]:
-    time_s = rank = None
-    m = _LCPP_SLOT.search(line)
-    if m:
-        rank = f"slot {m.group(1)}"
-        fields["task"] = int(m.group(2))
-    elif " | " in line:  # 2024 LOG_INFO form: key=value tail
-        for stamp, slot, task in _LCPP_OLD_TAIL.findall(line.rsplit(" | ", 1)[1]):
-            if stamp:
-                time_s = float(stamp)
-            if slot:
-                rank = f"slot {slot}"
-            if task:
-                fields["task"] = int(task)
-    e = _LCPP_ELAPSED.match(line)
-    if e:  # elapsed since server start, not wall clock
-        mm, ss, ms, us = (int(x) for x in e.groups())
-        fields["log_elapsed_s"] = mm * 60 + ss + ms / 1e3 + us / 1e6
-    return time_s, rank
+def parse_startup(line: str, engine: str) -> Parsed | None:
+    """A start-up line of `engine`, kind "startup", fields {"speculative": True / False /
+    None (not said)}; None for any other line."""
+    for marker in STARTUP_MARKERS[engine]:
+        if marker in line:
+            break
+    else:
+        return None
+    m = _SPEC_SETTING.search(line)
+    fields = {"speculative": None if m is None else m.group(2) != "None"}
+    time_s = None
+    if engine == "sglang":
+        time_s = _sglang_time(_SGL_PREFIX.search(line, 0, line.find(marker)))
+    process = _vllm_pid(line) if engine == "vllm" else llamacpp_pid(line) if engine == "llamacpp" else None
+    return Parsed("startup", time_s, None, fields, None, None, process)
 
 
 ENGINES = ("sglang", "vllm", "llamacpp")

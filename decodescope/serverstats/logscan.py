@@ -6,12 +6,16 @@ byte range per CPU, the ranges are scanned in parallel and their scans joined in
 (WarmupScan.extend), which gives exactly the one-pass result."""
 
 import os
+import shutil
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import NamedTuple
 from collections.abc import Iterable
 
-from decodescope.serverstats import logformats
-from decodescope.serverstats.logsummary import LogSummary, WarmupScan
+from decodescope.serverstats import logformats, logio
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.logtypes import LogSummary
 from decodescope.serverstats.serverlog import LogReader, parse_line
 
 PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs more than it saves
@@ -20,10 +24,12 @@ PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs m
 class LogScan(NamedTuple):
     engine: str | None  # None when no line was recognised
     skipped_lines: int
-    scan: WarmupScan  # its warmup(tag) flags records on a second pass (serverlog.warmup_flags)
+    scan: WarmupScan  # its limits() flag records on a second pass (serverlog.write_records)
+    rejected_lines: int = 0
+    parts: tuple = ()  # (start, end, Join or None) of each byte range scanned in parallel
 
     def summary(self) -> LogSummary:
-        return self.scan.summary(self.engine, self.skipped_lines)
+        return self.scan.summary(self.engine, self.skipped_lines, self.rejected_lines)
 
 
 def scan_log(
@@ -35,17 +41,22 @@ def scan_log(
     reader = LogReader((), engine, year)
     facts = logformats.sglang_facts
     add = scan.add_facts
-    skipped = 0
+    banner = logformats.STARTUP_MARKERS["sglang"][0]
+    skipped = rejected = line_no = 0
     for line_no, line in enumerate(lines, 1):
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
         if reader.engine is None or reader.engine == "sglang":
-            f = facts(line)
+            try:
+                f = facts(line)
+            except logformats.Rejected:
+                rejected += 1
+                continue
             if f is not None:
                 reader.engine = "sglang"
-                add(f[0], ("sglang", f[1]), f[2], f[3], f[4])
+                add(f[0], ("sglang", f[1]), f[2], f[3], f[4], f[5], None, line_no)
                 continue
-            if reader.engine == "sglang":
+            if reader.engine == "sglang" and banner not in line:
                 skipped += 1
                 continue
         rec = reader.record(line, line_no)
@@ -53,7 +64,8 @@ def scan_log(
             skipped += 1
         else:
             scan.add(rec)
-    return LogScan(reader.engine, skipped, scan)
+    scan.lines = line_no
+    return LogScan(reader.engine, skipped - reader.rejected_lines, scan, rejected + reader.rejected_lines)
 
 
 def scan_file(
@@ -84,16 +96,52 @@ def scan_file(
     with ProcessPoolExecutor(len(jobs)) as pool:
         parts = list(pool.map(_scan_range, jobs))
     head = parts[0]
-    found, skipped = head.engine, head.skipped_lines
+    found, skipped, rejected = head.engine, head.skipped_lines, head.rejected_lines
+    joins = [None]
     for part in parts[1:]:
-        head.scan.extend(part.scan)
+        joins.append(head.scan.extend(part.scan))
         found = found or part.engine
         skipped += part.skipped_lines
-    return LogScan(found, skipped, head.scan)
+        rejected += part.rejected_lines
+    ranges = tuple((job[1], job[2], join) for job, join in zip(jobs, joins))
+    return LogScan(found, skipped, head.scan, rejected, ranges)
 
 
+def write_records_parallel(path: str, result: LogScan, year: int | None, out) -> None:
+    """serverlog.write_records for a file scan_file read in parallel: each byte range is
+    read again by its own process into a temporary file, and the files are copied to
+    `out` in order (records at tens of MB/s instead of one core's rate)."""
+    limits = result.scan.limits()
+    folder = tempfile.mkdtemp(prefix="decodescope-records-")
+    jobs = [(path, a, b, result.engine, year, limits, join, os.path.join(folder, f"{i}.json"))
+            for i, (a, b, join) in enumerate(result.parts)]
+    try:
+        with ProcessPoolExecutor(len(jobs)) as pool:
+            done = list(pool.map(_records_range, jobs))
+        written = False
+        for part, n in done:
+            if n:
+                if written:
+                    out.write(b",")  # each part starts "\n{record}"
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+                written = True
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _records_range(job):
+    from decodescope.serverstats.serverlog import write_records
+
+    path, start, end, engine, year, limits, join, part = job
+    with open(path, "rb") as f, open(part, "wb") as out:
+        f.seek(start)
+        n = write_records(out, logio.capped_bytes(f, end - start), engine, year, limits, join)
+    return part, n
+@contextmanager
 def _text(path: str):
-    return open(path, encoding="utf-8", errors="replace", newline="\n")
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
+        yield logio.capped(f)
 
 
 def _line_starts(path: str, size: int, n: int) -> list[int]:
@@ -102,7 +150,9 @@ def _line_starts(path: str, size: int, n: int) -> list[int]:
     with open(path, "rb") as f:
         for k in range(1, n):
             f.seek(size * k // n)
-            f.readline()  # finish the line the offset fell in
+            part = f.readline(logio.MAX_LINE)  # finish the line the offset fell in
+            while part and not part.endswith(b"\n"):
+                part = f.readline(logio.MAX_LINE)
             cuts.add(f.tell())
     return sorted(cuts)
 
@@ -111,13 +161,4 @@ def _scan_range(job) -> LogScan:
     path, start, end, engine, year, continues = job
     with open(path, "rb") as f:
         f.seek(start)
-        return scan_log(_lines(f, end - start), engine, year, continues)
-
-
-def _lines(f, budget: int):
-    # split on b"\n" only, as the text reader does with newline="\n"
-    for line in f:
-        yield line.decode("utf-8", "replace")
-        budget -= len(line)
-        if budget <= 0:
-            return
+        return scan_log(logio.capped_bytes(f, end - start), engine, year, continues)

@@ -9,11 +9,15 @@ summary of a log too large to hold comes from logscan.py."""
 import json
 import math
 import time
+
+import orjson
 from dataclasses import dataclass, replace
 from collections.abc import Iterable, Iterator
 
 from decodescope.serverstats import logformats
-from decodescope.serverstats.logsummary import LogSummary, Spread, WarmupScan, WindowTagger
+from decodescope.serverstats.logsegment import WindowTagger
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.logtypes import LogSummary, Spread
 
 ENGINES = logformats.ENGINES
 
@@ -43,26 +47,31 @@ class LogRecord:
     # llama.cpp: the one request the line reports on (its "eval time")
     warmup: bool = False  # the window includes start-up or idle time (logsummary.RULE)
     line_no: int = 0  # 1-based line number in the log
+    process: str | None = None  # server process id from the line (vLLM "pid=", llama.cpp "[pid]")
 
     def to_dict(self) -> dict:
         return self._dict({k: _json_safe(v) for k, v in self.fields.items()})
 
-    def to_json(self) -> str:
-        """json.dumps(to_dict()), quicker: fields are checked for NaN/inf only when the
-        text shows one (1 GB logs stream millions of records)."""
-        text = json.dumps(self._dict(self.fields))
-        return json.dumps(self.to_dict()) if "NaN" in text or "Infinity" in text else text
+    def to_json(self, warmup: bool | None = None, line_no: int | None = None) -> bytes:
+        """to_dict() as JSON (with this warm-up flag and line number, when given), quicker:
+        orjson writes NaN / inf as null as to_dict does; an integer beyond 64 bits (a
+        400-digit count in some field) takes the slow path."""
+        try:
+            return orjson.dumps(self._dict(self.fields, warmup, line_no))
+        except orjson.JSONEncodeError:
+            return json.dumps(self._dict({k: _json_safe(v) for k, v in self.fields.items()}, warmup, line_no)).encode()
 
-    def _dict(self, fields: dict) -> dict:
+    def _dict(self, fields: dict, warmup: bool | None = None, line_no: int | None = None) -> dict:
         return {
             "kind": self.kind,
             "engine": self.engine,
-            "line_no": self.line_no,
+            "line_no": self.line_no if line_no is None else line_no,
             "time_s": self.time_s,
             "rank": self.rank,
             "accept_len": _json_safe(self.accept_len),
             "gen_tok_s": _json_safe(self.gen_tok_s),
-            "warmup": self.warmup,
+            "warmup": self.warmup if warmup is None else warmup,
+            "process": self.process,
             "fields": fields,
         }
 
@@ -73,6 +82,7 @@ class LogParse:
     records: tuple[LogRecord, ...]
     skipped_lines: int  # lines not recognised (noise, other log lines, garbage)
     summary: LogSummary
+    rejected_lines: int = 0  # statistics lines with a figure out of range
 
     def to_dict(self) -> dict:
         return {
@@ -86,12 +96,7 @@ def parse_line(line: str, engine: str | None = None, year: int | None = None) ->
     """One log line -> a LogRecord, or None when it is not a statistics line.
     `engine` limits the formats tried; `year` dates vLLM lines, whose stamp has none
     (default: this year)."""
-    engines = (engine,) if engine else ENGINES
-    for name in engines:
-        p = _parse(name, line, year)
-        if p is not None:
-            return LogRecord(p.kind, name, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s)
-    return None
+    return LogReader((), engine, year).record(line)
 
 
 def _parse(engine: str, line: str, year: int | None):
@@ -105,8 +110,15 @@ def _parse(engine: str, line: str, year: int | None):
 
 
 class LogReader:
-    """Streams the records of a log; `skipped_lines` and `engine` are final once the
-    iteration ends. With no engine given, the first recognised line fixes it."""
+    """Streams the records of a log; `skipped_lines`, `rejected_lines` and `engine` are
+    final once the iteration ends. With no engine given, the first recognised line
+    fixes it. A line whose figures are out of range (logformats.checked) is rejected:
+    counted, never a record.
+
+    llama.cpp's draft line without a mean ("118 accepted / 144 generated") gets its
+    accept length from the request's eval line just before it: a request of n tokens
+    with a accepted draft tokens took n - a verify rounds, n / (n - a) tokens each. A
+    "statistics" line's mean counts only when no draft line of the request gave one."""
 
     def __init__(self, lines: Iterable[str], engine: str | None = None, year: int | None = None):
         if engine is not None and engine not in ENGINES:
@@ -115,6 +127,9 @@ class LogReader:
         self.engine = engine
         self.year = year or time.localtime().tm_year
         self.skipped_lines = 0
+        self.rejected_lines = 0
+        self._eval_tokens = None  # llama.cpp: tokens of the last eval line
+        self._request_accept = False  # llama.cpp: a draft line gave the last request's accept length
 
     def __iter__(self) -> Iterator[LogRecord]:
         skipped = 0
@@ -126,27 +141,55 @@ class LogReader:
                 else:
                     yield rec
         finally:
-            self.skipped_lines = skipped
+            self.skipped_lines = skipped - self.rejected_lines
 
     def record(self, line: str, line_no: int = 0) -> LogRecord | None:
         """One line -> its record or None; fixes the engine at the first recognised line."""
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
-        if self.engine is None:
-            for name in ENGINES:
-                p = _parse(name, line, self.year)
-                if p is not None:
-                    self.engine = name
-                    break
-            else:
-                return None
-        else:
-            p = _parse(self.engine, line, self.year)
-            if p is None:
-                return None
+        try:
+            p = self._parsed(line)
+        except logformats.Rejected:
+            self.rejected_lines += 1
+            return None
+        if p is None:
+            return None
+        accept = p.accept_len
+        if self.engine == "llamacpp":
+            accept = self._llamacpp_accept(p)
         return LogRecord(
-            p.kind, self.engine, p.time_s, p.rank, p.fields, p.accept_len, p.gen_tok_s, False, line_no
+            p.kind, self.engine, p.time_s, p.rank, p.fields, accept, p.gen_tok_s, False, line_no, p.process
         )
+
+    def _parsed(self, line: str):
+        engines = ENGINES if self.engine is None else (self.engine,)
+        for name in engines:
+            p = _parse(name, line, self.year)
+            if p is not None:
+                self.engine = name
+                return p
+        for name in engines:
+            p = logformats.parse_startup(line, name)
+            if p is not None:
+                self.engine = name
+                return p
+        return None
+
+    def _llamacpp_accept(self, p) -> float | None:
+        if p.kind == "decode":
+            self._eval_tokens = p.fields.get("tokens")
+            self._request_accept = False
+            return None
+        if p.kind != "spec":
+            return p.accept_len
+        if "method" in p.fields:  # a statistics line: lifetime counters of one method
+            return None if self._request_accept else p.accept_len
+        accept = p.accept_len
+        n, a = self._eval_tokens, p.fields["accepted"]
+        if accept is None and n is not None and n > a:
+            accept = n / (n - a)
+        self._request_accept = accept is not None
+        return accept
 
 
 def detect_engine(lines: Iterable[str]) -> str | None:
@@ -161,16 +204,16 @@ def detect_engine(lines: Iterable[str]) -> str | None:
 def parse_log(lines: Iterable[str], engine: str | None = None, year: int | None = None) -> LogParse:
     """All records of a log, warm-up marked, with the steady-state summary. Keeps every
     record in memory: for a large log, logscan.scan_log / scan_file give the summary in
-    one streaming pass and warmup_flags() the records in a second."""
+    one streaming pass and write_records() the records in a second."""
     reader = LogReader(lines, engine, year)
     scan = WarmupScan()
     tagged = [(rec, scan.add(rec)) for rec in reader]
     records = tuple(replace(rec, warmup=scan.warmup(tag)) for rec, tag in tagged)
-    summary = scan.summary(reader.engine, reader.skipped_lines)
-    return LogParse(reader.engine, records, reader.skipped_lines, summary)
+    summary = scan.summary(reader.engine, reader.skipped_lines, reader.rejected_lines)
+    return LogParse(reader.engine, records, reader.skipped_lines, summary, reader.rejected_lines)
 
 
-def summarize(records: Iterable[LogRecord], skipped_lines: int = 0) -> LogSummary:
+def summarize(records: Iterable[LogRecord], skipped_lines: int = 0, rejected_lines: int = 0) -> LogSummary:
     """Steady-state accept_len and gen tok/s (mean, min, max) and the round time they
     imply, over records in log order; warm-up is judged afresh by logsummary's rule."""
     scan = WarmupScan()
@@ -178,16 +221,45 @@ def summarize(records: Iterable[LogRecord], skipped_lines: int = 0) -> LogSummar
     for rec in records:
         engine = engine or rec.engine
         scan.add(rec)
-    return scan.summary(engine, skipped_lines)
+    return scan.summary(engine, skipped_lines, rejected_lines)
 
 
-def warmup_flags(records: Iterable[LogRecord], scan: WarmupScan) -> Iterator[LogRecord]:
-    """Second pass: the same records again, each with the warm-up flag a finished scan
-    of them gives (a fresh tagger reproduces the first pass's tags)."""
-    tagger = WindowTagger()
-    for rec in records:
-        flag = scan.warmup(tagger.tag(rec))
-        yield replace(rec, warmup=flag) if flag else rec
+def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summary: LogSummary) -> None:
+    """`decodescope log --json` to the binary stream `out`: engine, summary, then every
+    record of `lines` (the log again, after the scan that gave `summary`), streamed."""
+    out.write(json_head(engine, summary))
+    write_records(out, lines, engine, year, scan.limits())
+    out.write(JSON_TAIL)
+    out.flush()
+
+
+JSON_TAIL = b"\n]}\n"
+
+
+def json_head(engine, summary: LogSummary) -> bytes:
+    """`{"engine": ..., "summary": {...}, "records": [`: what precedes the records."""
+    return orjson.dumps({"engine": engine, "summary": summary.to_dict()})[:-1] + b', "records": ['
+
+
+
+def write_records(out, lines: Iterable[str], engine, year, limits: list, join=None) -> int:
+    """The JSON records of `lines`, comma-separated, to `out`, warm-up flagged by a
+    finished scan's limits; `join`: the lines are a stretch of the log scanned apart
+    (its tags and line numbers read through it). Returns how many were written."""
+    from decodescope.serverstats.logtally import is_warm, resolve
+
+    tagger = WindowTagger(join is not None)
+    offset = join.line_offset if join is not None else 0
+    deferred, write, n = tagger.deferred, out.write, 0
+    for rec in LogReader(lines, engine, year):
+        tag = tagger.tag(rec)
+        if join is not None:
+            tag = resolve(tag, join, deferred)
+        warm = tag is not None and is_warm(tag, limits[tag[0]])
+        write(b",\n" if n else b"\n")
+        write(rec.to_json(warm, rec.line_no + offset))
+        n += 1
+    return n
 
 
 def _json_safe(v):

@@ -1,15 +1,17 @@
 """The summary pass for large logs (few-field SGLang reading, parallel byte ranges)
 gives exactly what parsing every record in one pass gives."""
 
+import io
+import json
 import random
 
 import pytest
 from test_serverlog import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill, steady, vllm_spec, vllm_stats
 
-from decodescope.serverstats.logformats import _facts, parse_sglang, sglang_facts
+from decodescope.serverstats.logformats import Rejected, _facts, parse_sglang, sglang_facts
 from decodescope.serverstats.logscan import scan_file, scan_log
 from decodescope.serverstats.logsummary import WarmupScan
-from decodescope.serverstats.serverlog import LogReader, parse_log, warmup_flags
+from decodescope.serverstats.serverlog import parse_log, write_records
 
 ODD_SGLANG = [
     "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: x, accept len: 3.0, gen throughput (token/s): 5.00",
@@ -26,11 +28,20 @@ ODD_SGLANG = [
 ]
 
 
+def rejected_or(fn, line):
+    try:
+        return fn(line)
+    except Rejected:
+        return "rejected"
+
+
 @pytest.mark.parametrize("line", [r.line for r in SGLANG] + ODD_SGLANG)
 def test_sglang_fast_path_reads_what_the_full_parser_reads(line):
-    full = _facts(parse_sglang(line))
-    fast = sglang_facts(line)
-    if full is None:
+    full = rejected_or(lambda x: _facts(parse_sglang(x)), line)
+    fast = rejected_or(sglang_facts, line)
+    if full == "rejected":
+        assert fast == "rejected"
+    elif full is None:
         assert fast is None
     else:
         assert fast is not None
@@ -39,17 +50,29 @@ def test_sglang_fast_path_reads_what_the_full_parser_reads(line):
 
 
 def same(a, b):
-    """Summaries equal up to float summation order (partial sums join in another order)."""
-    for k in ("accept_len", "gen_tok_s", "gen_tok_s_per_req"):
+    """Summaries equal up to float summation order (partial sums join in another order),
+    segment by segment."""
+    _same_figures(a, b)
+    rest = ("engine", "windows", "warmup_windows", "records", "skipped_lines", "rejected_lines")
+    assert [getattr(a, k) for k in rest] == [getattr(b, k) for k in rest]
+    assert len(a.segments) == len(b.segments)
+    for x, y in zip(a.segments, b.segments):
+        _same_figures(x, y)
+        rest = ("first_line", "last_line", "reason", "dp_ranks", "lower_bound", "windows", "warmup_windows")
+        assert [getattr(x, k) for k in rest] == [getattr(y, k) for k in rest]
+    return True
+
+
+def _same_figures(a, b):
+    for k in ("accept_len", "gen_tok_s", "gen_tok_s_total", "gen_tok_s_per_req"):
         x, y = getattr(a, k), getattr(b, k)
         assert (x is None) == (y is None), k
         if x:
-            assert (x.n, x.min, x.max) == (y.n, y.min, y.max), k
+            assert (x.n, x.min, x.max) == (y.n, pytest.approx(y.min, rel=1e-12), pytest.approx(y.max, rel=1e-12)), k
             assert x.mean == pytest.approx(y.mean, rel=1e-12), k
-    assert a.round_ms == pytest.approx(b.round_ms, rel=1e-12)
-    rest = ("engine", "windows", "warmup_windows", "records", "skipped_lines")
-    assert [getattr(a, k) for k in rest] == [getattr(b, k) for k in rest]
-    return True
+    assert (a.round_ms is None) == (b.round_ms is None)
+    if a.round_ms is not None:
+        assert a.round_ms == pytest.approx(b.round_ms, rel=1e-12)
 
 
 def mixed_log(seed: int) -> list[str]:
@@ -90,8 +113,10 @@ def test_parallel_byte_ranges_join_into_the_one_pass_result(tmp_path, lines, wor
     part = scan_file(str(f), year=2025, workers=workers, min_bytes=0)
     assert same(part.summary(), whole.summary)
     # the flags a second pass gives from the joined scan are the one-pass flags
-    again = list(warmup_flags(LogReader(lines, part.engine, 2025), part.scan))
-    assert [r.warmup for r in again] == [r.warmup for r in whole.records]
+    out = io.BytesIO()
+    write_records(out, lines, part.engine, 2025, part.scan.limits())
+    again = json.loads(b"[" + out.getvalue() + b"]")
+    assert [r["warmup"] for r in again] == [r.warmup for r in whole.records]
 
 
 def test_every_cut_point_joins_exactly():

@@ -2,6 +2,8 @@
 strings (shared/reference/serving-logs-and-benchmarks.md, sections 1-3), and the
 warm-up rule on synthetic logs in those formats."""
 
+import io
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -14,7 +16,7 @@ from decodescope.serverstats.serverlog import (
     parse_line,
     parse_log,
     summarize,
-    warmup_flags,
+    write_records,
 )
 
 
@@ -333,7 +335,7 @@ def test_unrecognised_or_garbled_line_is_none_not_an_error(line):
     assert parse_line(line) is None
 
 
-def test_nan_and_inf_rates_neither_crash_nor_poison_the_summary():
+def test_nan_and_inf_rates_are_rejected_lines_that_never_poison_the_summary():
     lines = [
         SEED[1],
         SEED[1].replace("55.59", "nan"),
@@ -342,9 +344,12 @@ def test_nan_and_inf_rates_neither_crash_nor_poison_the_summary():
         "slot print_timing: id  0 | task 0 | prompt eval time =       0.00 ms /     1 tokens "
         "(    0.00 ms per token,      inf tokens per second)",
     ]
-    s = parse_log(lines).summary
+    result = parse_log(lines)
+    s = result.summary
     assert (s.gen_tok_s.mean, s.accept_len.mean, s.gen_tok_s.n) == (55.59, 3.08, 1)
-    assert s.warmup_windows == 3  # no round time to trust in them
+    # the three SGLang lines with nan / inf are rejected; the llama.cpp line is another
+    # engine's (skipped): llama.cpp's own inf for a 0 ms phase is no error in its log
+    assert (result.rejected_lines, result.skipped_lines, s.warmup_windows) == (3, 1, 0)
 
 
 def test_unknown_lines_are_counted_and_skipped():
@@ -444,7 +449,9 @@ def test_seed_lines_first_is_warmup_second_is_steady():
     result = parse_log(SEED)
     assert [r.warmup for r in result.records] == [True, False]
     s = result.summary
-    assert (s.accept_len.mean, s.gen_tok_s.mean) == (3.08, 55.59)
+    # acceptance from both windows, (3.70 + 3.08) / 2 = 3.39: idle time does not change
+    # which draft tokens were accepted; the rate and the round from the steady one
+    assert (s.accept_len.mean, s.accept_len.n, s.gen_tok_s.mean) == (pytest.approx(3.39), 2, 55.59)
     assert s.round_ms == pytest.approx(1000 * 3.08 / 55.59)
     assert (s.windows, s.warmup_windows) == (2, 1)
 
@@ -552,7 +559,10 @@ def test_llamacpp_requests_pair_eval_speed_with_draft_acceptance():
     s = result.summary
     assert s.gen_tok_s_per_req.mean == pytest.approx((100 + 104 + 98) / 3)
     assert s.gen_tok_s is None, "each line is one request: the server's total over requests is not in the log"
-    assert s.accept_len.mean == pytest.approx(2.5) and s.warmup_windows == 1
+    # every request's acceptance counts, the slow first one's too: (2.0 + 2.5 + 3.0 + 2.0) / 4
+    assert s.accept_len.mean == pytest.approx(2.375) and s.warmup_windows == 1
+    # the round pairs the steady requests' acceptance and rate: (2.5 + 3.0 + 2.0) / 3 = 2.5
+    assert s.round_ms == pytest.approx(1000 * 2.5 / ((100 + 104 + 98) / 3))
 
 
 def test_summarize_and_a_second_streaming_pass_agree_with_parse_log():
@@ -562,6 +572,7 @@ def test_summarize_and_a_second_streaming_pass_agree_with_parse_log():
     scan = WarmupScan()
     for rec in LogReader(lines):
         scan.add(rec)
-    again = list(warmup_flags(LogReader(lines), scan))
-    assert again == list(whole.records)
+    out = io.BytesIO()
+    write_records(out, lines, "sglang", None, scan.limits())
+    assert json.loads(b"[" + out.getvalue() + b"]") == [r.to_dict() for r in whole.records]
     assert scan.summary("sglang", 0) == whole.summary
