@@ -21,6 +21,9 @@ from decodescope.arch import build_arch, load_config, presets
 @click.option("--batch", type=int, default=1, show_default=True, help="requests decoding together")
 @click.option("--context", type=int, default=1024, show_default=True, help="tokens in each request's KV cache")
 @click.option("--spec", default="none", show_default=True, help="none | mtp:K | eagle:K | draft:K | ngram:K")
+@click.option("--tree", help="EAGLE tree as TOPK:N: each draft step after the first runs TOPK branches and "
+                             "verify scores N tokens per request (SGLang --speculative-eagle-topk, "
+                             "--speculative-num-draft-tokens) [default: a chain, 1:K+1]")
 @click.option("--accept", type=float, help="accept_len: mean tokens per round incl. the bonus token")
 @click.option("--draft", "draft_model", help="draft model (draft:K) or EAGLE head config (eagle:K)")
 @click.option("--engine", default="generic", show_default=True,
@@ -33,7 +36,7 @@ from decodescope.arch import build_arch, load_config, presets
                    "(KV cache and state are still per request)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
-def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
+def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine, link,
           same_tokens, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
@@ -47,7 +50,8 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     arch = build_arch(raw)
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
-                        draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens)
+                        draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens,
+                        tree=tree)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=1))
