@@ -114,3 +114,14 @@ def test_tree_column_is_optional_and_checked(tmp_path):
         w.writerow({**rows[1], "tree": "8:300"})
     _, skipped = load_cases(tmp_path)
     assert any(s.id == "EAGLE173-02" and "6 to 265 tokens" in s.reason for s in skipped)
+
+
+def test_model_and_explain_take_the_tree():
+    from click.testing import CliRunner
+
+    from decodescope.cli.main import cli
+    flags = ["llama-3.1-8b", "--gpu", "h100-sxm", "--spec", "eagle:5", "--tree", "8:64", "--engine", "sglang"]
+    r = CliRunner().invoke(cli, ["model", *flags, "--accept", "3"])
+    assert r.exit_code == 0 and "tree of topk 8 verifying 64 tokens" in r.output
+    r = CliRunner().invoke(cli, ["explain", "--points", "3:200", *flags])
+    assert r.exit_code == 0 and "spec eagle:5 tree 8:64" in r.output

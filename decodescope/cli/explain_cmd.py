@@ -8,7 +8,7 @@ import click
 from decodescope.cli.model_cmd import model as model_command
 from decodescope.errors import DecodescopeError
 
-DEPLOYMENT_FLAGS = ("gpu", "gpus", "tp", "pp", "ep", "weights", "kv", "batch", "context", "spec", "accept",
+DEPLOYMENT_FLAGS = ("gpu", "gpus", "tp", "pp", "ep", "weights", "kv", "batch", "context", "spec", "tree", "accept",
                     "draft_model", "engine", "link")
 
 
