@@ -15,12 +15,15 @@ from decodescope.arch import build_arch, load_config, presets
 @click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel size")
 @click.option("--pp", type=int, default=1, show_default=True, help="pipeline (layer-split) stages")
 @click.option("--ep", type=int, default=1, show_default=True, help="expert-parallel size (divides tp)")
-@click.option("--weights", help="bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 bpw:X "
+@click.option("--weights", help="bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X "
                                 "[default: as the config]")
 @click.option("--kv", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype [default: as the config, else bf16]")
 @click.option("--batch", type=int, default=1, show_default=True, help="requests decoding together")
 @click.option("--context", type=int, default=1024, show_default=True, help="tokens in each request's KV cache")
 @click.option("--spec", default="none", show_default=True, help="none | mtp:K | eagle:K | draft:K | ngram:K")
+@click.option("--tree", help="EAGLE tree as TOPK:N: each draft step after the first runs TOPK branches and "
+                             "verify scores N tokens per request (SGLang --speculative-eagle-topk, "
+                             "--speculative-num-draft-tokens) [default: a chain, 1:K+1]")
 @click.option("--accept", type=float, help="accept_len: mean tokens per round incl. the bonus token")
 @click.option("--draft", "draft_model", help="draft model (draft:K) or EAGLE head config (eagle:K)")
 @click.option("--engine", default="generic", show_default=True,
@@ -35,7 +38,7 @@ from decodescope.arch import build_arch, load_config, presets
               help="calibration file (`decodescope calibrate`): measured numbers replace the engine profile's")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
-def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accept, draft_model, engine, link,
+def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine, link,
           same_tokens, calibration, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
@@ -49,7 +52,8 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, accep
     arch = build_arch(raw)
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
-                        draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens)
+                        draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens,
+                        tree=tree)
     from decodescope.hardware.calibration import calibrate_deployment
     d, measured = calibrate_deployment(d, calibration)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))

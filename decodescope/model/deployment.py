@@ -14,6 +14,8 @@ KV_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 # Limits on flags, so that every answer stays well under a second: engines draft at most
 # a few tens of tokens per round, and no deployment has more requests or GPUs than these.
 MAX_DRAFT_STEPS = 32
+MAX_TOPK = 32
+MAX_TREE_TOKENS = 1024
 MAX_BATCH = 1 << 20
 MAX_CONTEXT = 1 << 27
 MAX_GPUS = 4096
@@ -24,18 +26,24 @@ NVSWITCH_GPUS = {"gb200": 72}
 
 @dataclass(frozen=True)
 class Spec:
-    """Speculative decoding: k draft steps, then one verify pass over k+1 tokens.
-    accept_len = mean tokens produced per round, bonus token included (1..k+1)."""
+    """Speculative decoding: k draft steps, then one verify pass per request over k+1
+    tokens (a chain) or over the `draft_tokens` nodes of a tree whose draft steps after
+    the first each run `topk` branches (SGLang's --speculative-eagle-topk and
+    --speculative-num-draft-tokens). accept_len = mean tokens produced per round, bonus
+    token included (1..k+1: one path of the tree is accepted)."""
     method: str = "none"
     k: int = 0
     accept_len: float = 1.0
+    topk: int = 1
+    draft_tokens: int = 0  # tokens verified per request; 0: the chain's k+1
 
     @property
     def tokens_per_verify(self) -> int:
-        return self.k + 1
+        return self.draft_tokens or self.k + 1
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "k": self.k, "accept_len": self.accept_len}
+        return {"method": self.method, "k": self.k, "accept_len": self.accept_len, "topk": self.topk,
+                "verify_tokens": self.tokens_per_verify}
 
 
 def check_weights_flag(weights: str) -> None:
@@ -57,11 +65,13 @@ def engine_format(fmt: WeightFormat, engine: EngineProfile) -> WeightFormat:
     return fmt
 
 
-def parse_spec(spec: str, accept: float | None) -> Spec:
+def parse_spec(spec: str, accept: float | None, tree: str | None = None) -> Spec:
     s = spec.strip().lower()
     if s in ("", "none"):
         if accept not in (None, 1.0):
             raise DecodescopeError("--accept given without --spec", "add --spec mtp:K (or eagle:K, draft:K, ngram:K)")
+        if tree:
+            raise DecodescopeError("--tree given without --spec", "add --spec eagle:K (or mtp:K)")
         return Spec()
     m = re.fullmatch(r"(mtp|eagle|draft|ngram):(\d+)", s)
     if not m:
@@ -78,7 +88,32 @@ def parse_spec(spec: str, accept: float | None) -> Spec:
     if not 1.0 <= accept <= k + 1:
         raise DecodescopeError(f"--accept {accept} is outside 1..{k + 1} for {k} draft steps",
                                "accept_len counts tokens per round including the bonus token")
-    return Spec(m[1], k, accept)
+    topk, n = parse_tree(tree, m[1], k) if tree else (1, 0)
+    return Spec(m[1], k, accept, topk, n)
+
+
+def parse_tree(tree: str, method: str, k: int) -> tuple[int, int]:
+    """`--tree TOPK:N` -> (topk, verified tokens). SGLang's EAGLE worker keeps the N-1
+    best-scored of the topk + (k-1) x topk^2 candidates its draft steps produce, plus
+    the last verified token (organize_draft_results); with topk 1 it sets N to k+1."""
+    if method not in ("eagle", "mtp"):
+        raise DecodescopeError(f"--tree with --spec {method}:{k}: only EAGLE-style drafting builds a tree",
+                               "use --spec eagle:K or mtp:K with --tree, or drop --tree")
+    m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", tree)
+    if not m:
+        raise DecodescopeError(f"--tree '{tree}' not understood",
+                               "use --tree TOPK:N, e.g. 8:64 for SGLang's --speculative-eagle-topk 8 "
+                               "--speculative-num-draft-tokens 64")
+    topk, n = int(m[1]), int(m[2])
+    if not 1 <= topk <= MAX_TOPK:
+        raise DecodescopeError(f"--tree {topk}:{n}: topk {topk} is out of range", f"use 1 <= TOPK <= {MAX_TOPK}")
+    most = min(1 + topk + (k - 1) * topk * topk, MAX_TREE_TOKENS)
+    if topk == 1 and n != k + 1 or not k + 1 <= n <= most:
+        raise DecodescopeError(f"--tree {topk}:{n}: {k} draft steps with topk {topk} verify "
+                               + (f"{k + 1} tokens" if topk == 1 else f"{k + 1} to {most} tokens"),
+                               "N counts the tree's draft tokens plus the last verified one "
+                               "(SGLang's --speculative-num-draft-tokens)")
+    return topk, n
 
 
 @dataclass(frozen=True)

@@ -125,12 +125,28 @@ FORMATS = {
     "q6_k": (6.5625, 6.5625, "fp16", f"Q6_K: 210 bytes per 256 weights; {_LLAMA_CPP}"),
     "q8_0": (8.5, 8.5, "fp16", f"Q8_0: 32 int8 + one fp16 scale per 32; {_LLAMA_CPP}"),
 }
-NAMES = (*FORMATS, "int4-gN", "bpw:X")
+# GGUF file type MXFP4_MOE (gpt-oss): llama.cpp's quantizer stores every 3-D tensor (the
+# merged experts, ne[2] > 1) as MXFP4 and every other quantizable tensor, output.weight
+# and token_embd.weight included, as Q8_0 (llama_tensor_get_type_impl, "MoE tensors ->
+# MXFP4, other tensors -> Q8_0"; https://github.com/ggml-org/llama.cpp/blob/
+# 007dbbf3fd17eefe9b47fee45f48f7ba5e62b714/src/llama-quant.cpp). Routers (ffn_gate_inp),
+# norms and biases are not quantized.
+_Q8_0 = TensorFormat(8.5, "q8_0", "fp16")
+GGUF_FTYPES = {
+    "mxfp4_moe": WeightFormat("mxfp4_moe", 8.5, 8.5, "fp16", kernel="q8_0",
+                              per_tensor=((r"re:.*\.mlp\.experts\.", TensorFormat(4.25, "mxfp4", "fp4")),
+                                          ("re:.*", _Q8_0)),
+                              source="GGUF MXFP4_MOE: experts MXFP4 (4.25 bpw), other tensors and "
+                                     "output.weight Q8_0 (8.5 bpw); llama.cpp src/llama-quant.cpp"),
+}
+NAMES = (*FORMATS, *GGUF_FTYPES, "int4-gN", "bpw:X")
 
 
 def parse_format(spec: str, arch: Arch | None = None) -> WeightFormat:
-    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 bpw:X`."""
+    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X`."""
     s = spec.strip().lower()
+    if s in GGUF_FTYPES:
+        return GGUF_FTYPES[s]
     if s in FORMATS:
         bits, head, compute, source = FORMATS[s]
         # MXFP4 checkpoints (gpt-oss) convert only the routed experts

@@ -8,7 +8,7 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
-from decodescope.model.deployment import Deployment, Spec, engine_format
+from decodescope.model.deployment import Deployment, engine_format
 from decodescope.model.engines import engines
 from decodescope.model.formats import WeightFormat, parse_format
 from decodescope.model.memory import memory_fit
@@ -88,7 +88,8 @@ def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, D
         a = d.spec.accept_len + 1
         k = max(d.spec.k, ceil(a) - 1)
         out.append(("accept +1", f"accept_len {d.spec.accept_len:g} -> {a:g}"
-                    + (f", {k} draft steps" if k != d.spec.k else ""), replace(d, spec=Spec(d.spec.method, k, a))))
+                    + (f", {k} draft steps" if k != d.spec.k else ""), replace(d, spec=replace(
+                        d.spec, k=k, accept_len=a, draft_tokens=max(d.spec.draft_tokens, k + 1) if d.spec.draft_tokens else 0))))
     return out + _split(d) + _gpus(d) + _engines(d, bound)
 
 

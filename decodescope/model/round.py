@@ -1,5 +1,5 @@
-"""One decode round: k draft steps + one verify pass over k+1 tokens per request
-(one plain pass without speculation), per GPU, as a ceiling and as an expected value."""
+"""One decode round: k draft steps + one verify pass over k+1 tokens per request (a
+tree's draft tokens under EAGLE trees; one plain pass without speculation), per GPU, as a ceiling and as an expected value."""
 
 from dataclasses import dataclass, replace
 from math import ceil
@@ -44,37 +44,45 @@ class Estimate:
 
 
 def verify_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
-    """The target model's forward pass over k+1 tokens per request (1 without speculation)."""
+    """The target model's forward pass over k+1 tokens per request (1 without speculation;
+    the tree's draft_tokens when EAGLE drafts a tree)."""
     t = d.spec.tokens_per_verify
     ops = embedding_ops(arch, d, d.batch * t, r) + repeated_ops(arch.layers, d.weights, d, d.batch, t, r)
     return ops + head_ops(arch, d.weights, d, d.batch, t, r) + pipeline_ops(arch, d, d.batch, t, r)
 
 
 def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
-    """One draft step: one token per request through the draft, then its LM head."""
-    method = d.spec.method
+    """One draft step: through the draft, then its LM head. The first step drafts one
+    token per request; in a tree each later step runs the topk branches kept so far
+    (SGLang eagle_worker.py draft_forward: batch x topk tokens per forward, k-1 forwards
+    after the draft pass that follows verify; https://github.com/sgl-project/sglang/blob/
+    00559eacbf0841146db7e27e445d1971e35e6294/python/sglang/srt/speculative/eagle_worker.py)."""
+    method, w = d.spec.method, 1 if step == 0 else d.spec.topk
     if method == "mtp":
         m = arch.mtp[step % len(arch.mtp)]  # one MTP layer is reused for every step
-        return _module_ops(m, arch, d, r, mtp=True)
+        return _module_ops(m, arch, d, r, w, mtp=True)
     if method == "eagle":
         if d.draft is not None:
-            return _draft_model_ops(d.draft, d, r)
-        return _module_ops(eagle_head(arch), arch, d, r, mtp=False, vocab=min(EAGLE3_DRAFT_VOCAB, arch.vocab_size))
+            return _draft_model_ops(d.draft, d, r, w)
+        return _module_ops(eagle_head(arch), arch, d, r, w, mtp=False, vocab=min(EAGLE3_DRAFT_VOCAB, arch.vocab_size))
     if method == "draft":
-        return _draft_model_ops(d.draft, d, r)
+        return _draft_model_ops(d.draft, d, r, w)
     return []  # n-gram: lookup on the CPU, no GPU work
 
 
-def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, mtp: bool, vocab: int | None = None) -> list[Op]:
-    ops = embedding_ops(arch, d, d.batch, r) + weight_ops(list(m.extra), None, d.weights, d, d.batch, r, mtp)
-    ops += layer_ops(m.layer, d.weights, d, d.batch, 1, r, mtp)
-    return ops + head_ops(arch, d.weights, d, d.batch, 1, r, vocab)
+def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, width: int, mtp: bool,
+                vocab: int | None = None) -> list[Op]:
+    """`width` tokens per request (a tree's branches)."""
+    tokens = d.batch * width
+    ops = embedding_ops(arch, d, tokens, r) + weight_ops(list(m.extra), None, d.weights, d, tokens, r, mtp)
+    ops += layer_ops(m.layer, d.weights, d, d.batch, width, r, mtp)
+    return ops + head_ops(arch, d.weights, d, d.batch, width, r, vocab)
 
 
-def _draft_model_ops(draft: Arch, d: Deployment, r: Rates) -> list[Op]:
+def _draft_model_ops(draft: Arch, d: Deployment, r: Rates, width: int) -> list[Op]:
     fmt = d.draft_weights or d.weights
-    return (embedding_ops(draft, d, d.batch, r) + repeated_ops(draft.layers, fmt, d, d.batch, 1, r)
-            + head_ops(draft, fmt, d, d.batch, 1, r))
+    return (embedding_ops(draft, d, d.batch * width, r) + repeated_ops(draft.layers, fmt, d, d.batch, width, r)
+            + head_ops(draft, fmt, d, d.batch, width, r))
 
 
 def eagle_head(arch: Arch) -> MTPModule:

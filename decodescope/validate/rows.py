@@ -89,7 +89,7 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
                         kv=dep["kv"] or None, batch=int(dep["batch"]), context=int(dep["context"]),
                         spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
                         draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None,
-                        same_tokens=_flag(dep.get("same_tokens", "")))
+                        same_tokens=_flag(dep.get("same_tokens", "")), tree=dep.get("tree") or None)
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     if dep["compare"] not in ("total", "per_user"):
@@ -106,6 +106,8 @@ def _flag(value: str) -> bool:
     if v not in ("", "yes", "no"):
         raise DecodescopeError(f"same_tokens '{value}' is neither yes, no nor empty")
     return v == "yes"
+# optional columns (an older file without them reads as empty): same_tokens, and tree
+# (TOPK:N, an EAGLE tree's topk and verified tokens as the source states them; empty: a chain)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
