@@ -3,9 +3,9 @@
 import difflib
 import functools
 import re
-import tomllib
 from pathlib import Path
 
+from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
 
@@ -40,8 +40,7 @@ def normalize(name: str) -> str:
 
 @functools.cache
 def _raw() -> dict:
-    with DATA.open("rb") as f:
-        return tomllib.load(f)
+    return load_toml(DATA)
 
 
 @functools.cache
