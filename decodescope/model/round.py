@@ -65,6 +65,14 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
     return []  # n-gram: lookup on the CPU, no GPU work
 
 
+def draft_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
+    """The k draft steps. They cycle through the same modules (one MTP layer reused for
+    every step, one draft model or EAGLE head), so each distinct step is built once."""
+    distinct = max(1, len(arch.mtp)) if d.spec.method == "mtp" else 1
+    once = [draft_step_ops(arch, d, r, s) for s in range(min(d.spec.k, distinct))]
+    return [op for s in range(d.spec.k) for op in once[s % distinct]]
+
+
 def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, mtp: bool, vocab: int | None = None) -> list[Op]:
     ops = embedding_ops(arch, d, d.batch, r) + weight_ops(list(m.extra), None, d.weights, d, d.batch, r, mtp)
     ops += layer_ops(m.layer, d.weights, d, d.batch, 1, r, mtp)
@@ -135,7 +143,7 @@ def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft:
     dm = replace(d, batch=ceil(d.batch / m))
     verify = verify_ops(arch, dm, r)
     steps = draft_steps(dm)
-    drafts = [op for s in range(dm.spec.k) for op in draft_step_ops(arch, dm, r, s)]
+    drafts = draft_ops(arch, dm, r)
     per_gpu = m / d.pp
     parts = {k: replace(c, bytes=c.bytes * per_gpu, flops=c.flops * per_gpu) for k, c in sum_ops(verify).items()}
     if drafts:
