@@ -1,6 +1,5 @@
 """Loads decodescope/hardware/gpus.toml once and looks GPUs and interconnects up by name."""
 
-import difflib
 import functools
 import re
 from pathlib import Path
@@ -135,6 +134,8 @@ def get_gpu(name: str) -> GPU:
     for key in _candidates(name):
         if key in names:
             return _gpus()[names[key]]
+    import difflib  # only for the error's hint
+
     close = difflib.get_close_matches(normalize(name), list(names), n=5, cutoff=0.5)
     ids = list(dict.fromkeys(names[c] for c in close))[:3]
     hint = f"closest: {', '.join(ids)}; " if ids else ""

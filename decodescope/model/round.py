@@ -140,12 +140,12 @@ def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft:
     their times add; bytes and FLOPs are per GPU: the stages' sum over pp, times the
     micro-batches each GPU runs per round."""
     m = micro_batches(d)
-    dm = replace(d, batch=ceil(d.batch / m))
+    dm = d if m == 1 else replace(d, batch=ceil(d.batch / m))
     verify = verify_ops(arch, dm, r)
     steps = draft_steps(dm)
     drafts = draft_ops(arch, dm, r)
     per_gpu = m / d.pp
-    parts = {k: replace(c, bytes=c.bytes * per_gpu, flops=c.flops * per_gpu) for k, c in sum_ops(verify).items()}
+    parts = {k: Component(k, c.ms, c.bytes * per_gpu, c.flops * per_gpu) for k, c in sum_ops(verify).items()}
     if drafts:
         dsum, scale = sum_ops(drafts).values(), steps / d.spec.k  # the draft runs on the last stage's GPUs
         parts["draft"] = Component("draft", scale * sum(c.ms for c in dsum), scale * sum(c.bytes for c in dsum),
