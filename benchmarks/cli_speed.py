@@ -22,10 +22,11 @@ import time
 ARGS = ["model", "qwen3.6-27b", "--gpu", "rtx-a6000", "--tp", "2", "--spec", "mtp:3", "--accept", "3.08",
         "--context", "500", "--link", "pcie-sys"]
 HEAVY = ("torch", "matplotlib", "transformers", "numpy", "aiohttp", "rich", "urllib.request")
-# which decodescope the command runs, and whether an editable-install finder sits on sys.meta_path
+# which decodescope the command runs, and whether an editable install's import hook is loaded
 WHICH = ("import sys, decodescope; "
-         "ed = any('__editable__' in type(f).__module__ + getattr(f, '__name__', '') for f in sys.meta_path); "
-         "print(decodescope.__file__, '(editable install)' if ed else '(normal install or source tree)')")
+         "ed = any(m.startswith('__editable__') for m in sys.modules); "
+         "print(decodescope.__file__, '(the import hook of an editable install loads too: slower than after `pip install .`)' "
+         "if ed else '(no editable-install hook: as after `pip install .`)')")
 
 
 def _python(exe: str) -> str:
