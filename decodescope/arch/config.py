@@ -4,11 +4,11 @@ hub id (from the local Hugging Face cache, else downloaded when online)."""
 import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -24,8 +24,7 @@ class RawConfig:
 @cache
 def presets() -> dict[str, dict]:
     """Preset name -> {file, aliases, note} from presets/presets.toml."""
-    with open(PRESET_DIR / "presets.toml", "rb") as f:
-        return tomllib.load(f)["preset"]
+    return load_toml(PRESET_DIR / "presets.toml")["preset"]
 
 
 def _preset_index() -> dict[str, str]:

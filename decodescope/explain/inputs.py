@@ -65,8 +65,11 @@ def from_log(path: str, segment: int | None = None) -> Observations:
     elif segment not in (None, 1):
         raise DecodescopeError(f"--segment {segment}: {name} has one segment", "leave --segment out")
     # a segment may carry plain numbers or spreads, and the total rate where it has no per-request one
-    accept = _mean(getattr(summary, "accept_len", None))
     rate = _mean(getattr(summary, "gen_tok_s_per_req", None) or getattr(summary, "gen_tok_s", None))
+    # the steady windows' accept length: the one the round pairs with the rate (round = accept / rate);
+    # the summary's accept_len also counts warm-up windows, whose acceptance is valid but whose rate is not
+    round_ms = getattr(summary, "round_ms", None)
+    accept = round_ms * rate / 1000.0 if round_ms and rate else _mean(getattr(summary, "accept_len", None))
     if accept is None or rate is None:
         raise DecodescopeError(f"{name}: no steady decode window with accept length and generation rate",
                                "pass the log of a server decoding with speculation (SGLang 'accept len', "

@@ -1,11 +1,10 @@
 """Loads decodescope/hardware/gpus.toml once and looks GPUs and interconnects up by name."""
 
-import difflib
 import functools
 import re
-import tomllib
 from pathlib import Path
 
+from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
 
@@ -40,8 +39,7 @@ def normalize(name: str) -> str:
 
 @functools.cache
 def _raw() -> dict:
-    with DATA.open("rb") as f:
-        return tomllib.load(f)
+    return load_toml(DATA)
 
 
 @functools.cache
@@ -151,6 +149,8 @@ def get_gpu(name: str) -> GPU:
     for key in _candidates(name):
         if key in names:
             return _gpus()[names[key]]
+    import difflib  # only for the error's hint
+
     close = difflib.get_close_matches(normalize(name), list(names), n=5, cutoff=0.5)
     ids = list(dict.fromkeys(names[c] for c in close))[:3]
     hint = f"closest: {', '.join(ids)}; " if ids else ""

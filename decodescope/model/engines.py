@@ -1,11 +1,11 @@
 """Engine profiles: how close a serving engine gets to the hardware, and what it costs
 per forward pass. Data in engines.toml, each number with its source or fit."""
 
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 
 
@@ -51,8 +51,7 @@ class EngineProfile:
 
 @cache
 def engines() -> dict[str, EngineProfile]:
-    with open(Path(__file__).with_name("engines.toml"), "rb") as f:
-        data = tomllib.load(f)
+    data = load_toml(Path(__file__).with_name("engines.toml"))
     serving = data.get("serving", {})
     out = {}
     for k, v in data["engine"].items():

@@ -4,6 +4,7 @@ and which tensors a format leaves in 16 bits."""
 import fnmatch
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import NamedTuple
 
 from decodescope.arch import MLA, Arch, Tensor
@@ -38,6 +39,9 @@ class WeightFormat:
     def base(self) -> TensorFormat:
         return TensorFormat(self.bits, self.kernel or self.name, self.compute)
 
+    # pure in (format, tensor, mtp), asked for every tensor of every estimate; a bounded
+    # cache of small values, so lru_cache's hold on `self` costs nothing
+    @lru_cache(maxsize=4096)  # noqa: B019
     def tensor_format(self, t: Tensor, mtp: bool = False) -> TensorFormat:
         """Bits, kernel and compute dtype of tensor `t` of a decoder (or MTP, if `mtp`) layer."""
         if not t.linear or (mtp and self.mtp_bits == 16.0):

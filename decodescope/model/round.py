@@ -70,6 +70,21 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
     return []  # n-gram: lookup on the CPU, no GPU work
 
 
+def draft_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
+    """The k draft steps. They cycle through the same modules (one MTP layer reused for
+    every step, one draft model or EAGLE head) at one of two widths (the first step's one
+    token, a tree's topk after it), so each distinct step is built once."""
+    distinct = max(1, len(arch.mtp)) if d.spec.method == "mtp" else 1
+    built: dict[tuple[int, bool], list[Op]] = {}
+    ops = []
+    for s in range(d.spec.k):
+        key = (s % distinct, s == 0)
+        if key not in built:
+            built[key] = draft_step_ops(arch, d, r, s)
+        ops += built[key]
+    return ops
+
+
 def _module_ops(m: MTPModule, arch: Arch, d: Deployment, r: Rates, width: int, mtp: bool,
                 vocab: int | None = None) -> list[Op]:
     """`width` tokens per request (a tree's branches)."""
@@ -140,12 +155,12 @@ def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft:
     their times add; bytes and FLOPs are per GPU: the stages' sum over pp, times the
     micro-batches each GPU runs per round."""
     m = micro_batches(d)
-    dm = replace(d, batch=ceil(d.batch / m))
+    dm = d if m == 1 else replace(d, batch=ceil(d.batch / m))
     verify = verify_ops(arch, dm, r)
     steps = draft_steps(dm)
-    drafts = [op for s in range(dm.spec.k) for op in draft_step_ops(arch, dm, r, s)]
+    drafts = draft_ops(arch, dm, r)
     per_gpu = m / d.pp
-    parts = {k: replace(c, bytes=c.bytes * per_gpu, flops=c.flops * per_gpu) for k, c in sum_ops(verify).items()}
+    parts = {k: Component(k, c.ms, c.bytes * per_gpu, c.flops * per_gpu) for k, c in sum_ops(verify).items()}
     if drafts:
         dsum, scale = sum_ops(drafts).values(), steps / d.spec.k  # the draft runs on the last stage's GPUs
         parts["draft"] = Component("draft", scale * sum(c.ms for c in dsum), scale * sum(c.bytes for c in dsum),
