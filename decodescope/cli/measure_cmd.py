@@ -55,7 +55,11 @@ def _numbers(kind):
     help="s of silence before a request fails.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
-@click.option("--server-log", type=click.Path(exists=True, dir_okay=False), help="Tail this server log during the run.")
+@click.option(
+    "--server-log",
+    type=click.Path(dir_okay=False),
+    help="Tail this server log during the run (waits for it to appear).",
+)
 @click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
 @click.option(
     "--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes."
@@ -65,6 +69,19 @@ def _numbers(kind):
     type=click.Path(exists=True),
     help="Local tokenizer folder, to count tokens when the server sends no usage.",
 )
+@click.option("--logprobs", is_flag=True, help="Ask for per-token logprobs: exact tokens per chunk.")
+@click.option(
+    "--input-tokens", type=click.IntRange(min=1), help="Synthetic prompts of this many tokens instead of the suites."
+)
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(min=1),
+    help="Generate exactly this many tokens (ignore_eos / min_tokens where the server takes them).",
+)
+@click.option(
+    "--duration", type=click.FloatRange(min=0, min_open=True), help="s per suite and level: keep sending this long."
+)
+@click.option("--slo", help="Limits for goodput, e.g. ttft_ms=500,tpot_ms=50.")
 @click.option("--api-key-env", help="Environment variable holding the API key. Default: OPENAI_API_KEY if set.")
 @click.option("--extra-body", help="JSON merged into every request body, e.g. '{\"ignore_eos\": true}'.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Run file. Default: runs/<timestamp>.jsonl")
@@ -72,18 +89,24 @@ def _numbers(kind):
 def measure(**opts):
     """Stream prompt suites to an OpenAI-compatible server at URL and time TTFT, every
     inter-chunk gap and decode tok/s per request, next to the server's own statistics."""
-    from decodescope.measure import runner, suites
+    from decodescope.measure import runner
     from decodescope.measure.client import Endpoint, Sampling, base_url
     from decodescope.measure.runfile import RunWriter
 
     if opts["concurrency"] and opts["rate"]:
         raise DecodescopeError("--concurrency and --rate are two load modes", "pass one of them")
+    # everything local is checked before the server is contacted
     root = base_url(opts["url"])
     headers = _auth_headers(opts["api_key_env"])
-    model = opts["model"] or _first_model(root, headers, opts["timeout"])
+    extra_body, slo = _extra_body(opts["extra_body"]), _slo(opts["slo"])
+    tokenizer = _tokenizer(opts["tokenizer"])
+    loaded = _suites(opts, tokenizer)
+    server = _contact(root, headers, opts["timeout"])
+    model = opts["model"] or _first_model(server, root)
+    extra_body = _fixed_length(opts["output_tokens"], server.owned_by) | extra_body
     endpoint = Endpoint(root, opts["api"], model, headers)
-    sampling = Sampling(opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]))
-    loaded = tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
+    max_tokens = opts["output_tokens"] or opts["max_tokens"]
+    sampling = Sampling(max_tokens, opts["temperature"], opts["timeout"], extra_body, opts["logprobs"])
     levels = (
         tuple(runner.Level(None, r) for r in opts["rate"])
         if opts["rate"]
@@ -100,10 +123,11 @@ def measure(**opts):
         opts["server_log"],
         opts["metrics_url"],
         opts["metrics_interval"],
+        opts["duration"],
+        slo,
     )
-    tokenizer = _tokenizer(opts["tokenizer"])
     out_path = Path(opts["out_path"] or _default_out())
-    writer = RunWriter(out_path, _header(opts, root, model, loaded))
+    writer = RunWriter(out_path, _header(opts, root, model, loaded) | {"slo": slo})
     try:
         outcome = _run(plan, writer, tokenizer, opts["as_json"])
     except BaseException:
@@ -111,6 +135,7 @@ def measure(**opts):
         raise
     writer.close()
     _report(outcome, out_path, opts["as_json"])
+    _check_lengths(outcome.requests, opts["output_tokens"])
     if outcome.interrupted:
         sys.exit(130)
     if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
@@ -127,14 +152,80 @@ def _auth_headers(env_name: str | None) -> dict:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def _first_model(root: str, headers: dict, timeout_s: float) -> str:
-    from decodescope.measure.client import list_models, open_session
+def _contact(root: str, headers: dict, timeout_s: float):
+    from decodescope.measure.client import open_session
+    from decodescope.measure.contact import first_contact
 
-    async def first():
+    async def contact():
         async with open_session(1, timeout_s) as session:
-            return (await list_models(session, root, headers))[0]
+            return await first_contact(session, root, headers)
 
-    return asyncio.run(first())
+    return asyncio.run(contact())
+
+
+def _first_model(server, root: str) -> str:
+    if not server.models:
+        raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
+    return server.models[0]
+
+
+def _suites(opts: dict, tokenizer) -> tuple:
+    from decodescope.measure import suites
+
+    if opts["input_tokens"] is None:
+        return tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
+    if opts["suites"]:
+        raise DecodescopeError("--input-tokens makes its own prompts", "drop --suite, or drop --input-tokens")
+    suite, exact = suites.synthetic_suite(opts["input_tokens"], 12, tokenizer, opts["seed"])
+    if not exact:
+        _warn(
+            f"--input-tokens {opts['input_tokens']}: approximate (one common word per token); --tokenizer makes it exact"
+        )
+    return (suite,)
+
+
+def _fixed_length(output_tokens: int | None, owned_by: str | None) -> dict:
+    from decodescope.measure.contact import fixed_length_body
+
+    if output_tokens is None:
+        return {}
+    body = fixed_length_body(owned_by, output_tokens)
+    if not body:
+        _warn(
+            f"--output-tokens: the server ({owned_by or 'unknown engine'}) is not known to take ignore_eos or "
+            "min_tokens; a request may stop early (checked against its usage after the run)"
+        )
+    return body
+
+
+def _check_lengths(requests, output_tokens: int | None) -> None:
+    if output_tokens is None:
+        return
+    short = [r for r in requests if r.ok and not r.warmup and r.output_tokens != output_tokens]
+    if short:
+        _warn(
+            f"--output-tokens {output_tokens}: {len(short)} requests returned another count (e.g. {short[0].output_tokens})"
+        )
+
+
+def _slo(text: str | None) -> dict | None:
+    fix = "e.g. --slo ttft_ms=500,tpot_ms=50 (ms; either or both)"
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        key, _, value = part.strip().partition("=")
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise DecodescopeError(f"--slo {text!r}: {part!r} is not NAME=NUMBER", fix) from None
+        if key not in ("ttft_ms", "tpot_ms") or out[key] <= 0:
+            raise DecodescopeError(f"--slo {text!r}: {part!r}: the limits are ttft_ms and tpot_ms, > 0", fix)
+    return out
+
+
+def _warn(msg: str) -> None:
+    click.echo(f"warning: {msg}", err=True)
 
 
 def _extra_body(text: str | None) -> dict:
@@ -197,7 +288,7 @@ def _run(plan, writer, tokenizer, as_json: bool):
         return run_loop(Runner(plan, writer, tokenizer, None, warn).run())
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    total = sum(len(jobs) for _, jobs in plan.phases())
+    total = None if plan.duration_s else sum(len(jobs) for _, jobs in plan.phases())
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # redrawn only as requests finish: a refresh thread would take the GIL from the event
     # loop at random moments and show up as inter-chunk jitter

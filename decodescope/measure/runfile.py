@@ -91,7 +91,7 @@ def read_run(path: str | Path) -> Run:
     samples = tuple(x for x in lines if x.get("type") in ("server_log", "metrics"))
     saved = [x for x in lines if x.get("type") == "summary"]
     interrupted = bool(saved and saved[-1].get("interrupted"))
-    return Run(lines[0], requests, samples, summarize(requests, samples, interrupted), bool(saved))
+    return Run(lines[0], requests, samples, summarize(requests, samples, interrupted, lines[0].get("slo")), bool(saved))
 
 
 def _lines(path: Path) -> list[dict]:

@@ -25,6 +25,8 @@ class StreamAccumulator:
         self.texts: list[str] = []  # text of each text chunk
         self.chunk_usage: list[int | None] = []  # cumulative completion_tokens on a text chunk, if sent
         self.usage_tokens: int | None = None  # last usage.completion_tokens seen anywhere
+        self.chunk_logprobs: list[int | None] = []  # logprobs entries (one per token) on a text chunk
+        self.timings: dict | None = None  # llama.cpp's own counts and times, on its last chunk
         self.finish_reason: str | None = None
         self.response_id: str | None = None
         self.done = False  # saw data: [DONE]
@@ -97,6 +99,8 @@ class StreamAccumulator:
         usage = _completion_tokens(chunk.get("usage"))
         if usage is not None:
             self.usage_tokens = usage
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
         choices = chunk.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             return  # e.g. the trailing usage chunk: no token, does not move the end time
@@ -108,6 +112,7 @@ class StreamAccumulator:
             self.token_times_ns.append(t_ns)
             self.texts.append(text)
             self.chunk_usage.append(usage)
+            self.chunk_logprobs.append(_logprob_count(choice.get("logprobs")))
 
 
 def _text(choice: dict, api: str) -> str:
@@ -127,3 +132,11 @@ def _completion_tokens(usage) -> int | None:
     if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
         return usage["completion_tokens"]
     return None
+
+
+def _logprob_count(logprobs) -> int | None:
+    # chat: {"content": [one entry per token]}; completions: {"tokens": [...], ...}
+    if not isinstance(logprobs, dict):
+        return None
+    entries = logprobs.get("content", logprobs.get("tokens"))
+    return len(entries) if isinstance(entries, list) else None
