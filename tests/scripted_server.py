@@ -210,6 +210,8 @@ async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> Non
         first = {"id": rid, "object": "chat.completion.chunk", "model": "scripted", "choices": [role]}
         await send(first | (usage(0) if cusage else {}))
     n = 0 if p["fault"] == "no_tokens" else p["tokens"]
+    if body.get("ignore_eos"):  # as vLLM: exactly max_tokens (whole rounds of tpc)
+        n = body["max_tokens"] // p["tpc"]
     sent_ns, sent_tokens, held, t0 = [], [], [], time.monotonic()
     for i in range(n):
         await s.wait_chunk(p["interval_ms"], t0, i)
@@ -281,7 +283,9 @@ async def fault_strikes(request, resp, p: dict, send) -> bool:
 
 
 async def models(request: web.Request) -> web.Response:
-    return web.json_response({"object": "list", "data": [{"id": request.app["args"].model_id, "object": "model"}]})
+    a = request.app["args"]
+    model = {"id": a.model_id, "object": "model"} | ({"owned_by": a.owned_by} if a.owned_by else {})
+    return web.json_response({"object": "list", "data": [model]})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -308,6 +312,7 @@ def parse_args(argv=None):
     ap.add_argument("--tpc", type=int, default=1, help="tokens per chunk")
     ap.add_argument("--draft-steps", type=int, default=3)
     ap.add_argument("--model-id", default="scripted")
+    ap.add_argument("--owned-by", help="the engine /v1/models names (vllm honours ignore_eos here)")
     ap.add_argument("--log", help="append SGLang-style Decode batch lines here")
     ap.add_argument("--log-every", type=int, default=8, help="decode rounds per log line")
     ap.add_argument("--llamacpp-log", help="append llama-server print_timing lines here, one request each")

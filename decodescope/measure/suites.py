@@ -112,19 +112,19 @@ def synthetic_suite(input_tokens: int, n_prompts: int, tokenizer=None, seed: int
 
 
 def _trim_to_tokens(text: str, n: int, tokenizer, rng, words) -> str:
-    # grow past n, cut the ids to n and decode; a decode that re-tokenizes to another
-    # count gets one word more or less until it fits
+    # the shortest prefix of the text with n tokens (a prefix one character longer has at
+    # most one token more, in practice): grow the text past n, then bisect on its length
     def count(t):
         return len(tokenizer.encode(t, add_special_tokens=False).ids)
 
-    while count(text) < n:
+    while count(text) < n + 1:
         text += " " + rng.choice(words)
-    text = tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids[:n])
-    for _ in range(50):
-        c = count(text)
-        if c == n:
-            return text
-        text = text.rsplit(" ", 1)[0] if c > n else text + " " + rng.choice(words)
-    raise DecodescopeError(
-        f"cannot make a prompt of exactly {n} tokens with this tokenizer", "try another --input-tokens"
-    )
+    lo, hi = 0, len(text)  # count(text[:lo]) < n <= count(text[:hi])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if count(text[:mid]) < n else (lo, mid)
+    if count(text[:hi]) != n:
+        raise DecodescopeError(
+            f"cannot make a prompt of exactly {n} tokens with this tokenizer", "try another --input-tokens"
+        )
+    return text[:hi]
