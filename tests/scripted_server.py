@@ -141,6 +141,13 @@ class Scripted:
             f"mean len = {1 + accepted / rounds:5.2f}\n"
         )
 
+    def record(self, rid: str, sent_ns: list, sent_tokens: list, rounds: int, tpc: int, elapsed_s: float) -> None:
+        # one response done: its send times (--send-log) and llama-server's lines for it
+        if self.send_log:
+            self.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns, "tokens": sent_tokens}) + "\n")
+        if self.llamacpp_log and rounds:
+            self.write_llamacpp_lines(rounds * tpc, rounds, elapsed_s)
+
     def metrics_text(self) -> str:
         k = self.args.draft_steps
         rows = [
@@ -241,10 +248,7 @@ async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> Non
         await send({"id": rid, "object": "chunk", "model": "scripted", "choices": []} | usage(total))
     if p["done"]:
         await send(b"[DONE]")
-    if s.send_log:
-        s.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns, "tokens": sent_tokens}) + "\n")
-    if s.llamacpp_log and n:
-        s.write_llamacpp_lines(total, n, time.monotonic() - t0)
+    s.record(rid, sent_ns, sent_tokens, n, p["tpc"], time.monotonic() - t0)
 
 
 def logprobs(api: str, tokens: list[str]) -> dict:

@@ -107,16 +107,11 @@ def measure(**opts):
     endpoint = Endpoint(root, opts["api"], model, headers)
     max_tokens = opts["output_tokens"] or opts["max_tokens"]
     sampling = Sampling(max_tokens, opts["temperature"], opts["timeout"], extra_body, opts["logprobs"])
-    levels = (
-        tuple(runner.Level(None, r) for r in opts["rate"])
-        if opts["rate"]
-        else tuple(runner.Level(c) for c in (opts["concurrency"] or (1,)))
-    )
     plan = runner.Plan(
         endpoint,
         sampling,
         loaded,
-        levels,
+        _levels(opts),
         opts["requests"],
         opts["warmup"],
         opts["seed"],
@@ -140,6 +135,14 @@ def measure(**opts):
         sys.exit(130)
     if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
         sys.exit(1)
+
+
+def _levels(opts: dict) -> tuple:
+    from decodescope.measure.runner import Level
+
+    if opts["rate"]:
+        return tuple(Level(None, r) for r in opts["rate"])
+    return tuple(Level(c) for c in (opts["concurrency"] or (1,)))
 
 
 def _auth_headers(env_name: str | None) -> dict:

@@ -21,6 +21,6 @@ cmake -S "$SRC" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
 cmake --build "$CACHE/build" --target llama-server -j"${JOBS:-2}"
 mkdir -p "$CACHE/bin"
 cp "$CACHE/build/bin/llama-server" "$BIN"
-# convert_hf_to_gguf.py and its gguf-py package make the test's tiny model.
-cp -r "$SRC/convert_hf_to_gguf.py" "$SRC/gguf-py" "$CACHE/"
+# gguf-py (the GGUF writer of this llama.cpp version) makes the test's tiny model
+cp -r "$SRC/gguf-py" "$CACHE/"
 echo "llama-server built: $BIN"
