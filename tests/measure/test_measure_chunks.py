@@ -59,6 +59,9 @@ def test_decode_rate_is_within_5_percent_of_the_servers_own_send_stamps(vllm_lik
         assert r.decode_tok_s == pytest.approx(truth_tok_s(send_log, r.response_id), rel=0.05)
         assert r.decode_tok_s == pytest.approx(150, rel=0.05)
     (g,) = m.json()["suites"]
+    # the role chunk, sent at once, is no token: TTFT covers the 5 rounds before the first
+    # content chunk (100 ms), plus the request's own way to the server and back
+    assert (HOLD + 1) * INTERVAL_MS <= g["ttft_ms"]["min"] < 2 * (HOLD + 1) * INTERVAL_MS
     # 16 chunks per request: 15 of 3 tokens, 1 of 15; p99 of 48 values: between the 47th and 48th
     assert (g["tokens_per_chunk"]["n"], g["tokens_per_chunk"]["p50"]) == (48, 3)
     assert g["tokens_per_chunk"]["mean"] == pytest.approx(60 / 16)
