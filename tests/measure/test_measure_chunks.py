@@ -57,7 +57,7 @@ def test_decode_rate_is_within_5_percent_of_the_servers_own_send_stamps(vllm_lik
     for r in read_run(m.run_file).requests:
         assert (r.chunk_tokens, r.chunk_source, r.output_tokens) == (CHUNKS, source, 60)
         assert r.decode_tok_s == pytest.approx(truth_tok_s(send_log, r.response_id), rel=0.05)
-        assert r.decode_tok_s == pytest.approx(150, rel=0.05)
+        assert r.decode_tok_s == pytest.approx(150, rel=0.1), "by hand; the server may lag its schedule under load"
     (g,) = m.json()["suites"]
     # the role chunk, sent at once, is no token: TTFT covers the 5 rounds before the first
     # content chunk (100 ms), plus the request's own way to the server and back
