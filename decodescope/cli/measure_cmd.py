@@ -95,6 +95,8 @@ def measure(**opts):
 
     if opts["concurrency"] and opts["rate"]:
         raise DecodescopeError("--concurrency and --rate are two load modes", "pass one of them")
+    if opts["requests"] and opts["duration"]:
+        raise DecodescopeError("--requests and --duration both say when a load level ends", "pass one of them")
     # everything local is checked before the server is contacted
     root = base_url(opts["url"])
     headers = _auth_headers(opts["api_key_env"])

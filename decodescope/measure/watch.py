@@ -17,7 +17,6 @@ windows to drop samples that straddle idle time or warm-up.
 
 import asyncio
 import time
-
 from pathlib import Path
 
 import aiohttp

@@ -103,6 +103,7 @@ def test_the_cli_says_cannot_connect_in_one_line_and_exits_non_zero(tmp_path):
         (("--suite", "no-such-suite"), "no prompt suite"),
         (("--extra-body", "{not json"), "--extra-body is not JSON"),
         (("--slo", "ttft=5"), "--slo"),
+        (("--requests", "3", "--duration", "2"), "--duration"),
     ],
 )
 def test_bad_local_input_is_refused_before_connecting(measure, args, says):
