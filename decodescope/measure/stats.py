@@ -137,9 +137,14 @@ def _meets(r, slo: dict) -> bool:
 def _chunk_rounds(ok, itl: dict) -> dict:
     """When chunks carry several tokens (speculative rounds), the client's own view of a
     round: tokens per chunk after the first (an accept-length estimate) and the median gap
-    between chunks (a round time). Equal to the server's only without a stream interval."""
+    between chunks (a round time), when the median chunk carries more than one token.
+    Equal to the server's only without a stream interval."""
     after_first = [x for r in ok if r.chunk_tokens for x in r.chunk_tokens[1:]]
     if after_first:
+        # most chunks one token, a few several (text held back until it is valid UTF-8):
+        # not rounds
+        if _percentile(sorted(after_first), 50) <= 1:
+            return {}
         accept = sum(after_first) / len(after_first)
     else:  # no per-chunk counts: tokens after an evenly split first chunk, per later chunk
         n = sum(len(r.itl_ms) for r in ok)
