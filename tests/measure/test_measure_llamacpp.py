@@ -51,10 +51,16 @@ def test_decode_rate_is_within_10_percent_of_the_servers_own_timings(llama_serve
 
 
 def test_logprobs_count_the_tokens_of_each_chunk(llama_server, measure):
+    """llama-server sends one logprobs entry per chunk; where it held a token back (an
+    incomplete UTF-8 character) the chunk that carries its text has still one entry, so
+    the entries can fall short of usage, never above it. The first chunk's share is scaled
+    to usage (chunks.py), so the decode rate holds either way."""
     m = measure(llama_server, "--suite", "code", "--requests", "2", "--output-tokens", "32", "--logprobs", "--json")
     assert m.exit_code == 0, m.stderr
     for r in read_run(m.run_file).requests:
-        assert r.chunk_source == "logprobs" and sum(r.chunk_tokens) == r.output_tokens == 32
+        assert r.chunk_source == "logprobs" and r.output_tokens == 32
+        assert len(r.chunk_tokens) == len(r.itl_ms) + 1 and sum(r.chunk_tokens) <= 32
+        assert r.decode_tok_s == pytest.approx(r.timings_tok_s, rel=0.10)
 
 
 def test_the_model_name_comes_from_the_server(llama_server, measure):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS, WIDTH, FFN, HEADS, KV_HEADS, CONTEXT = 8, 512, 1536, 8, 4, 2048
+LAYERS, WIDTH, FFN, HEADS, KV_HEADS, CONTEXT = 4, 256, 768, 4, 2, 2048
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
