@@ -67,7 +67,7 @@ def _numbers(kind):
 @click.option(
     "--tokenizer",
     type=click.Path(exists=True),
-    help="Local tokenizer folder, to count tokens when the server sends no usage.",
+    help="A tokenizer.json (or its folder): tokens per chunk, exact --input-tokens.",
 )
 @click.option("--logprobs", is_flag=True, help="Ask for per-token logprobs: exact tokens per chunk.")
 @click.option(
