@@ -6,7 +6,14 @@ Each request's behaviour comes from its "model" field, "k=v,k=v" (unknown model 
 take the defaults), so one server process serves every fault test:
   tokens=N        text chunks to stream                      (--tokens)
   interval_ms=X   gap between text chunks, absolute schedule  (--interval-ms)
-  tpc=K           tokens per chunk, as speculative decoding emits them (usage counts K each)
+  tpc=K           tokens per chunk, as speculative decoding emits them: one round of K tokens
+                  per interval, K words of text
+  hold=H          the first H rounds are held back (as text held until it is valid UTF-8):
+                  the first content chunk comes at round H with all (H + 1) * K tokens
+  cusage=0        ignore stream_options.continuous_usage_stats (by default honoured: the
+                  running completion_tokens on every chunk, as vLLM sends it)
+  timings=1       llama-server's "timings" object on the final chunk
+A request with "logprobs" gets one logprobs entry per token on each chunk.
   reasoning=N     the first N chat chunks are reasoning_content, not content
   usage=0         ignore stream_options.include_usage
   done=0          no [DONE] line (transformers serve sends none)
@@ -18,7 +25,8 @@ take the defaults), so one server process serves every fault test:
   close=1         close the connection after the response, keep-alive header or not (as
                   llama-server does after a stream): a pooled connection goes stale
 Every text chunk carries "t_ns", the server's perf_counter_ns just before the write (the
-same CLOCK_MONOTONIC the client reads), so a benchmark can compare gaps exactly.
+same CLOCK_MONOTONIC the client reads), so a benchmark can compare gaps exactly; --send-log
+writes them per response with the tokens of each chunk.
 --log writes SGLang-style "Decode batch" lines; --llamacpp-log llama-server's per-request
 print_timing lines (the format of tools/server/server-context.cpp) as each request ends;
 GET /metrics serves vLLM-style counters.
@@ -79,6 +87,7 @@ class Scripted:
         a = self.args
         p = {"tokens": a.tokens, "interval_ms": a.interval_ms, "tpc": a.tpc, "every": 1, "after": 3, "code": 500}
         p.update({"reasoning": 0, "usage": 1, "done": 1, "fault": None, "key": None, "close": 0})
+        p.update({"hold": 0, "cusage": 1, "timings": 0})
         for part in model.split(","):
             k, sep, v = part.partition("=")
             if sep and k in p:
@@ -132,6 +141,13 @@ class Scripted:
             f"mean len = {1 + accepted / rounds:5.2f}\n"
         )
 
+    def record(self, rid: str, sent_ns: list, sent_tokens: list, rounds: int, tpc: int, elapsed_s: float) -> None:
+        # one response done: its send times (--send-log) and llama-server's lines for it
+        if self.send_log:
+            self.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns, "tokens": sent_tokens}) + "\n")
+        if self.llamacpp_log and rounds:
+            self.write_llamacpp_lines(rounds * tpc, rounds, elapsed_s)
+
     def metrics_text(self) -> str:
         k = self.args.draft_steps
         rows = [
@@ -148,7 +164,7 @@ class Scripted:
         return "\n".join(out) + "\n"
 
 
-def chunk(api: str, rid: str, text: str | None, kind: str = "content", finish=None, **extra) -> dict:
+def chunk(api: str, rid: str, text: str | None, kind: str = "content", finish=None, logprobs=None, **extra) -> dict:
     if api == "chat":
         delta = {kind: text} if text is not None else {}
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
@@ -156,6 +172,8 @@ def chunk(api: str, rid: str, text: str | None, kind: str = "content", finish=No
     else:
         choice = {"index": 0, "text": text or "", "finish_reason": finish}
         obj = "text_completion"
+    if logprobs is not None:
+        choice["logprobs"] = logprobs
     return {"id": rid, "object": obj, "model": "scripted", "choices": [choice], **extra}
 
 
@@ -185,36 +203,71 @@ async def stream(request: web.Request, api: str) -> web.StreamResponse:
 
 async def emit(request, resp, s: Scripted, p: dict, api: str, body: dict) -> None:
     rid = f"scripted-{uuid.uuid4().hex[:12]}"
+    opts = body.get("stream_options") or {}
+    cusage = p["usage"] and p["cusage"] and opts.get("include_usage") and opts.get("continuous_usage_stats")
 
     async def send(obj) -> None:
         await resp.write(b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n")
 
-    if api == "chat":
-        role = {"index": 0, "delta": {"role": "assistant"}}  # a role-only chunk is not a token
-        await send({"id": rid, "object": "chat.completion.chunk", "model": "scripted", "choices": [role]})
+    def usage(n: int) -> dict:
+        return {"usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}}
+
+    if api == "chat":  # a role-only chunk, sent at once: not a token
+        role = {"index": 0, "delta": {"role": "assistant", "content": ""}}
+        first = {"id": rid, "object": "chat.completion.chunk", "model": "scripted", "choices": [role]}
+        await send(first | (usage(0) if cusage else {}))
     n = 0 if p["fault"] == "no_tokens" else p["tokens"]
-    sent_ns, t0 = [], time.monotonic()
+    if body.get("ignore_eos"):  # as vLLM: exactly max_tokens (whole rounds of tpc)
+        n = body["max_tokens"] // p["tpc"]
+    sent_ns, sent_tokens, held, t0 = [], [], [], time.monotonic()
     for i in range(n):
         await s.wait_chunk(p["interval_ms"], t0, i)
+        if i == 0:
+            t_first_round = time.monotonic()
         if i == p["after"] and await fault_strikes(request, resp, p, send):
             return
-        kind = "reasoning_content" if i < p["reasoning"] else "content"
-        t_ns = time.perf_counter_ns()
-        await send(chunk(api, rid, f"t{i} ", kind, t_ns=t_ns))
-        sent_ns.append(t_ns)
         s.round_done(p["tpc"])
+        held += [f"t{i}" if p["tpc"] == 1 else f"t{i}.{j}" for j in range(p["tpc"])]
+        if i < p["hold"]:
+            continue  # held back (e.g. until the text is valid UTF-8): sent with a later round
+        kind = "reasoning_content" if i < p["reasoning"] else "content"
+        extra = usage(sum(sent_tokens) + len(held)) if cusage else {}
+        if body.get("logprobs"):
+            extra["logprobs"] = logprobs(api, held)
+        t_ns = time.perf_counter_ns()
+        await send(chunk(api, rid, "".join(w + " " for w in held), kind, t_ns=t_ns, **extra))
+        sent_ns.append(t_ns)
+        sent_tokens.append(len(held))
+        held = []
         if i % 4 == 0:
             await resp.write(b": keep-alive\n\n")  # SSE comment: clients must skip it
-    await send(chunk(api, rid, None, finish="length"))
-    if p["usage"] and (body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": 7, "completion_tokens": n * p["tpc"], "total_tokens": 7 + n * p["tpc"]}
-        await send({"id": rid, "object": "chunk", "model": "scripted", "choices": [], "usage": usage})
+    total = n * p["tpc"]
+    last = {"timings": timings(total, time.monotonic() - t_first_round)} if p["timings"] and n else {}
+    await send(chunk(api, rid, None, finish="length", **last))
+    if p["usage"] and opts.get("include_usage"):
+        await send({"id": rid, "object": "chunk", "model": "scripted", "choices": []} | usage(total))
     if p["done"]:
         await send(b"[DONE]")
-    if s.send_log:
-        s.send_log.write(json.dumps({"id": rid, "t_ns": sent_ns}) + "\n")
-    if s.llamacpp_log and n:
-        s.write_llamacpp_lines(n * p["tpc"], n, time.monotonic() - t0)
+    s.record(rid, sent_ns, sent_tokens, n, p["tpc"], time.monotonic() - t0)
+
+
+def logprobs(api: str, tokens: list[str]) -> dict:
+    # one entry per token, as OpenAI's chat and legacy completions formats have them
+    if api == "chat":
+        return {"content": [{"token": t, "logprob": -0.5, "bytes": None, "top_logprobs": []} for t in tokens]}
+    return {"tokens": tokens, "token_logprobs": [-0.5] * len(tokens), "top_logprobs": None, "text_offset": []}
+
+
+def timings(tokens: int, since_first_s: float) -> dict:
+    # llama-server's final-chunk timings: tokens generated and the time since the first one
+    ms = since_first_s * 1e3
+    return {
+        "prompt_n": 7,
+        "prompt_ms": 2.0,
+        "predicted_n": tokens,
+        "predicted_ms": ms,
+        "predicted_per_second": tokens / since_first_s,
+    }
 
 
 async def fault_strikes(request, resp, p: dict, send) -> bool:
@@ -234,7 +287,9 @@ async def fault_strikes(request, resp, p: dict, send) -> bool:
 
 
 async def models(request: web.Request) -> web.Response:
-    return web.json_response({"object": "list", "data": [{"id": request.app["args"].model_id, "object": "model"}]})
+    a = request.app["args"]
+    model = {"id": a.model_id, "object": "model"} | ({"owned_by": a.owned_by} if a.owned_by else {})
+    return web.json_response({"object": "list", "data": [model]})
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -261,6 +316,7 @@ def parse_args(argv=None):
     ap.add_argument("--tpc", type=int, default=1, help="tokens per chunk")
     ap.add_argument("--draft-steps", type=int, default=3)
     ap.add_argument("--model-id", default="scripted")
+    ap.add_argument("--owned-by", help="the engine /v1/models names (vllm honours ignore_eos here)")
     ap.add_argument("--log", help="append SGLang-style Decode batch lines here")
     ap.add_argument("--log-every", type=int, default=8, help="decode rounds per log line")
     ap.add_argument("--llamacpp-log", help="append llama-server print_timing lines here, one request each")

@@ -70,7 +70,11 @@ def _numbers(kind):
     help="Follow 307/308 redirects; alone: to the same host only.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Poisson arrivals.")
-@click.option("--server-log", type=click.Path(exists=True, dir_okay=False), help="Tail this server log during the run.")
+@click.option(
+    "--server-log",
+    type=click.Path(dir_okay=False),
+    help="Tail this server log during the run (waits for it to appear).",
+)
 @click.option("--metrics-url", help="Scrape this Prometheus /metrics URL during the run.")
 @click.option(
     "--metrics-interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="s between scrapes."
@@ -78,8 +82,21 @@ def _numbers(kind):
 @click.option(
     "--tokenizer",
     type=click.Path(exists=True),
-    help="Local tokenizer folder, to count tokens when the server sends no usage.",
+    help="A tokenizer.json (or its folder): tokens per chunk, exact --input-tokens.",
 )
+@click.option("--logprobs", is_flag=True, help="Ask for per-token logprobs: exact tokens per chunk.")
+@click.option(
+    "--input-tokens", type=click.IntRange(min=1), help="Synthetic prompts of this many tokens instead of the suites."
+)
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(min=1),
+    help="Generate exactly this many tokens (ignore_eos / min_tokens where the server takes them).",
+)
+@click.option(
+    "--duration", type=click.FloatRange(min=0, min_open=True), help="s per suite and level: keep sending this long."
+)
+@click.option("--slo", help="Limits for goodput, e.g. ttft_ms=500,tpot_ms=50.")
 @click.option("--api-key-env", help="Environment variable holding the API key. Default: OPENAI_API_KEY if set.")
 @click.option("--extra-body", help="JSON merged into every request body, e.g. '{\"ignore_eos\": true}'.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), help="Run file. Default: runs/<timestamp>.jsonl")
@@ -87,41 +104,44 @@ def _numbers(kind):
 def measure(**opts):
     """Stream prompt suites to an OpenAI-compatible server at URL and time TTFT, every
     inter-chunk gap and decode tok/s per request, next to the server's own statistics."""
-    from decodescope.measure import runner, suites
+    from decodescope.measure import runner
     from decodescope.measure.client import Endpoint, Sampling, base_url
     from decodescope.measure.runfile import RunWriter
 
     if opts["concurrency"] and opts["rate"]:
         raise DecodescopeError("--concurrency and --rate are two load modes", "pass one of them")
+    if opts["requests"] and opts["duration"]:
+        raise DecodescopeError("--requests and --duration both say when a load level ends", "pass one of them")
+    # everything local is checked before the server is contacted
     root = base_url(opts["url"])
     headers = _auth_headers(opts["api_key_env"])
     _register_secrets(opts["extra_body"], opts["metrics_url"])
-    model = opts["model"] or _first_model(root, headers, opts["timeout"])
+    extra_body, slo = _extra_body(opts["extra_body"]), _slo(opts["slo"])
+    tokenizer = _tokenizer(opts["tokenizer"])
+    loaded = _suites(opts, tokenizer)
+    server = _contact(root, headers, opts["timeout"])
+    model = opts["model"] or _first_model(server, root)
+    extra_body = _fixed_length(opts["output_tokens"], server.owned_by) | extra_body
     endpoint = Endpoint(root, opts["api"], model, headers, opts["follow_redirects"])
-    sampling = Sampling(
-        opts["max_tokens"], opts["temperature"], opts["timeout"], _extra_body(opts["extra_body"]), opts["request_timeout"]
-    )
-    loaded = tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
-    levels = (
-        tuple(runner.Level(None, r) for r in opts["rate"])
-        if opts["rate"]
-        else tuple(runner.Level(c) for c in (opts["concurrency"] or (1,)))
-    )
+    max_tokens = opts["output_tokens"] or opts["max_tokens"]
+    sampling = Sampling(max_tokens, opts["temperature"], opts["timeout"], extra_body, opts["request_timeout"],
+                        opts["logprobs"])
     plan = runner.Plan(
         endpoint,
         sampling,
         loaded,
-        levels,
+        _levels(opts),
         opts["requests"],
         opts["warmup"],
         opts["seed"],
         opts["server_log"],
         opts["metrics_url"],
         opts["metrics_interval"],
+        opts["duration"],
+        slo,
     )
-    tokenizer = _tokenizer(opts["tokenizer"])
     out_path = Path(opts["out_path"] or _default_out())
-    writer = RunWriter(out_path, _header(opts, root, model, loaded))
+    writer = RunWriter(out_path, _header(opts, root, model, loaded) | {"slo": slo})
     try:
         outcome = _run(plan, writer, tokenizer, opts["as_json"])
     except DecodescopeError as e:  # e.g. a --metrics-url that fails: said without its password
@@ -132,10 +152,19 @@ def measure(**opts):
         raise
     writer.close()
     _report(outcome, out_path, opts["as_json"])
+    _check_lengths(outcome.requests, opts["output_tokens"])
     if outcome.interrupted:
         sys.exit(128 + outcome.stop_signal)  # 130 on Ctrl-C, 143 on SIGTERM
     if not outcome.summary["requests_ok"] and outcome.summary["requests_failed"]:
         sys.exit(1)
+
+
+def _levels(opts: dict) -> tuple:
+    from decodescope.measure.runner import Level
+
+    if opts["rate"]:
+        return tuple(Level(None, r) for r in opts["rate"])
+    return tuple(Level(c) for c in (opts["concurrency"] or (1,)))
 
 
 def _auth_headers(env_name: str | None) -> dict:
@@ -160,20 +189,87 @@ def _register_secrets(extra_body: str | None, metrics_url: str | None) -> None:
             pass  # not JSON: _extra_body says so
 
 
-def _first_model(root: str, headers: dict, timeout_s: float) -> str:
-    from decodescope.measure.client import list_models, open_session
+def _contact(root: str, headers: dict, timeout_s: float):
+    from decodescope.measure.client import open_session
+    from decodescope.measure.contact import first_contact
 
-    async def first():
+    async def contact():
         async with open_session(1, timeout_s) as session:
             try:  # a deadline of its own: a body that trickles forever never trips the read timeout
                 async with asyncio.timeout(timeout_s):
-                    return (await list_models(session, root, headers))[0]
+                    return await first_contact(session, root, headers)
             except TimeoutError:
                 raise DecodescopeError(
-                    f"GET {root}/v1/models did not finish within --timeout {timeout_s:g} s", "pass --model NAME"
+                    redact.text(f"GET {root}/v1/models did not finish within --timeout {timeout_s:g} s"),
+                    "check the URL, or raise --timeout",
                 ) from None
 
-    return asyncio.run(first())
+    return asyncio.run(contact())
+
+
+def _first_model(server, root: str) -> str:
+    if not server.models:
+        raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
+    return server.models[0]
+
+
+def _suites(opts: dict, tokenizer) -> tuple:
+    from decodescope.measure import suites
+
+    if opts["input_tokens"] is None:
+        return tuple(suites.load_suite(s) for s in (opts["suites"] or suites.BUNDLED))
+    if opts["suites"]:
+        raise DecodescopeError("--input-tokens makes its own prompts", "drop --suite, or drop --input-tokens")
+    suite, exact = suites.synthetic_suite(opts["input_tokens"], 12, tokenizer, opts["seed"])
+    if not exact:
+        _warn(
+            f"--input-tokens {opts['input_tokens']}: approximate (one common word per token); --tokenizer makes it exact"
+        )
+    return (suite,)
+
+
+def _fixed_length(output_tokens: int | None, owned_by: str | None) -> dict:
+    from decodescope.measure.contact import fixed_length_body
+
+    if output_tokens is None:
+        return {}
+    body = fixed_length_body(owned_by, output_tokens)
+    if not body:
+        _warn(
+            f"--output-tokens: the server ({owned_by or 'unknown engine'}) is not known to take ignore_eos or "
+            "min_tokens; a request may stop early (checked against its usage after the run)"
+        )
+    return body
+
+
+def _check_lengths(requests, output_tokens: int | None) -> None:
+    if output_tokens is None:
+        return
+    short = [r for r in requests if r.ok and not r.warmup and r.output_tokens != output_tokens]
+    if short:
+        _warn(
+            f"--output-tokens {output_tokens}: {len(short)} requests returned another count (e.g. {short[0].output_tokens})"
+        )
+
+
+def _slo(text: str | None) -> dict | None:
+    fix = "e.g. --slo ttft_ms=500,tpot_ms=50 (ms; either or both)"
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        key, _, value = part.strip().partition("=")
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise DecodescopeError(f"--slo {text!r}: {part!r} is not NAME=NUMBER", fix) from None
+        if key not in ("ttft_ms", "tpot_ms") or out[key] <= 0:
+            raise DecodescopeError(f"--slo {text!r}: {part!r}: the limits are ttft_ms and tpot_ms, > 0", fix)
+    return out
+
+
+def _warn(msg: str) -> None:
+    click.echo(f"warning: {msg}", err=True)
 
 
 def _extra_body(text: str | None) -> dict:
@@ -236,7 +332,7 @@ def _run(plan, writer, tokenizer, as_json: bool):
         return run_loop(Runner(plan, writer, tokenizer, None, warn).run())
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    total = sum(len(jobs) for _, jobs in plan.phases())
+    total = None if plan.duration_s else sum(len(jobs) for _, jobs in plan.phases())
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     # redrawn only as requests finish: a refresh thread would take the GIL from the event
     # loop at random moments and show up as inter-chunk jitter

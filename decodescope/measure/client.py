@@ -14,7 +14,7 @@ import aiohttp
 from yarl import URL
 
 from decodescope.errors import DecodescopeError
-from decodescope.measure import redact, redirects
+from decodescope.measure import chunks, redact, redirects
 from decodescope.measure.arrival import read_stamped
 from decodescope.measure.bounds import Guard, request_deadline_s
 from decodescope.measure.stream import StreamAccumulator
@@ -44,6 +44,7 @@ class Sampling:
     timeout_s: float  # connect, and longest silence between two socket reads
     extra_body: dict = field(default_factory=dict)  # server-specific fields, e.g. {"ignore_eos": true}
     request_timeout_s: float | None = None  # whole request; None: from max_tokens (bounds.py)
+    logprobs: bool = False  # ask for one logprobs entry per token: exact tokens per chunk
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,15 @@ class RequestResult:
     itl_ms: tuple[float, ...]  # every gap between consecutive text chunks
     latency_ms: float | None  # to the last text chunk: latency - ttft == sum(itl)
     output_tokens: int
-    token_count_source: str  # "usage", "tokenizer" or "chunks"
+    token_count_source: str  # "usage", "timings", "logprobs", "tokenizer" or "chunks"
     chunk_tokens: tuple[int, ...] | None  # tokens in each text chunk, None when unknown
     decode_tok_s: float | None  # tokens after the first chunk / (last - first text chunk)
     output_chars: int
     finish_reason: str | None
     response_id: str | None
     resent: bool = False  # sent a second time: the pooled connection had been closed by the server
+    chunk_source: str | None = None  # where chunk_tokens came from (tokens.py); "even": estimated
+    timings_tok_s: float | None = None  # the server's own decode rate of this request (llama.cpp timings)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,29 +118,12 @@ def open_session(concurrency: int | None, timeout_s: float) -> aiohttp.ClientSes
     return aiohttp.ClientSession(connector=connector, timeout=timeout, trace_configs=[redirects.trace_config()])
 
 
-async def list_models(session: aiohttp.ClientSession, root: str, headers: dict) -> list[str]:
-    try:
-        async with session.get(root + "/v1/models", headers=headers) as resp:
-            if resp.status != 200:
-                body = (await resp.text(errors="replace"))[:300]
-                raise DecodescopeError(redact.text(f"GET {root}/v1/models: HTTP {resp.status}: {body}"), "pass --model NAME")
-            data = await resp.json(content_type=None)
-    except (TimeoutError, aiohttp.ClientError, ValueError) as e:  # ValueError: not JSON
-        raise DecodescopeError(
-            f"cannot list models at {root}/v1/models: {redact.describe(e)}", "check the URL, or pass --model NAME"
-        ) from e
-    listed = data.get("data") if isinstance(data, dict) else None
-    ids = [m["id"] for m in listed or [] if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    if not ids:
-        raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
-    return ids
-
-
 def payload(endpoint: Endpoint, job: Job, sampling: Sampling) -> dict:
     body = {
         "model": endpoint.model,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # continuous_usage_stats: the running token count on every chunk (vLLM); others ignore it
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "max_tokens": job.prompt.max_tokens or sampling.max_tokens,
         "temperature": sampling.temperature,
     }
@@ -145,6 +131,8 @@ def payload(endpoint: Endpoint, job: Job, sampling: Sampling) -> dict:
         body["messages"] = job.prompt.as_messages()
     else:
         body["prompt"] = job.prompt.as_text()
+    if sampling.logprobs:  # chat: a flag; completions: how many alternatives (the token itself is always there)
+        body["logprobs"] = True if endpoint.api == "chat" else 1
     body.update(sampling.extra_body)
     return body
 
@@ -209,10 +197,12 @@ async def _attempt(session, endpoint: Endpoint, body: dict, sampling: Sampling, 
 
 
 async def _count(acc: StreamAccumulator, tokenizer):
+    predicted = (acc.timings or {}).get("predicted_n")
+    predicted = predicted if isinstance(predicted, int) else None
+    args = (acc.texts, acc.usage_tokens, acc.chunk_usage, tokenizer, acc.chunk_logprobs, predicted)
     if tokenizer is None:
-        return count_tokens(acc.texts, acc.usage_tokens, acc.chunk_usage)
+        return count_tokens(*args)
     # off the event loop: the Rust tokenizer releases the GIL, other streams keep their clocks
-    args = (acc.texts, acc.usage_tokens, acc.chunk_usage, tokenizer)
     try:
         return await asyncio.to_thread(count_tokens, *args)
     except asyncio.CancelledError:  # Ctrl-C while counting: the stream is done, keep it
@@ -226,11 +216,6 @@ def build_result(
     """The record of one request from its finished stream (times in ns from perf_counter_ns)."""
     times = acc.token_times_ns
     t0 = acc.t_start_ns
-    span_s = (times[-1] - times[0]) / 1e9 if times else 0.0
-    # tokens after the first chunk over the time they took: (tokens - 1) when the first
-    # chunk holds one token, as it does after prefill
-    after_first = tokens.output_tokens - (tokens.chunk_tokens[0] if tokens.chunk_tokens else 1)
-    decode = after_first / span_s if span_s > 0 and after_first > 0 else None
     return RequestResult(
         suite=job.suite,
         prompt_index=job.prompt_index,
@@ -249,9 +234,11 @@ def build_result(
         output_tokens=tokens.output_tokens,
         token_count_source=tokens.token_count_source,
         chunk_tokens=tokens.chunk_tokens,
-        decode_tok_s=decode,
+        decode_tok_s=chunks.decode_tok_s(tokens, times),
         output_chars=sum(len(t) for t in acc.texts),
         finish_reason=acc.finish_reason,
         response_id=acc.response_id,
         resent=resent,
+        chunk_source=tokens.chunk_source,
+        timings_tok_s=chunks.timings_tok_s(acc.timings),
     )

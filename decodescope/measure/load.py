@@ -27,20 +27,24 @@ class Load:
         for t in self._tasks:
             t.cancel()
 
-    async def closed(self, jobs: list[Job], concurrency: int) -> None:
-        """concurrency requests in flight; each finished one starts the next job."""
+    async def closed(self, jobs, concurrency: int, duration_s: float | None = None) -> None:
+        """concurrency requests in flight; each finished one starts the next job. With
+        duration_s, jobs is endless and no job starts after that many seconds."""
         pending = iter(jobs)  # shared by the workers: each next() hands out a distinct job
+        end = time.monotonic() + duration_s if duration_s else None
 
         async def worker():
             for job in pending:
-                if self.stopped:
+                if self.stopped or (end and time.monotonic() >= end):
                     return
                 self.on_result(await self.send(job))
 
-        await self._join([worker() for _ in range(min(concurrency, len(jobs)))])
+        workers = concurrency if duration_s else min(concurrency, len(jobs))
+        await self._join([worker() for _ in range(workers)])
 
-    async def poisson(self, jobs: list[Job], rate: float, seed: int) -> None:
-        """Arrivals at `rate` requests/s with exponential gaps (seeded), on an absolute schedule."""
+    async def poisson(self, jobs, rate: float, seed: int, duration_s: float | None = None) -> None:
+        """Arrivals at `rate` requests/s with exponential gaps (seeded), on an absolute
+        schedule; with duration_s, none after that many seconds."""
         rng = random.Random(seed)
         t0, at, started = time.monotonic(), 0.0, []
 
@@ -50,7 +54,7 @@ class Load:
         for i, job in enumerate(jobs):
             if i:
                 at += rng.expovariate(rate)
-            if await self._sleep_until(t0 + at):
+            if (duration_s and at >= duration_s) or await self._sleep_until(t0 + at):
                 break
             started.append(self._spawn(one(job)))
         await asyncio.gather(*started)

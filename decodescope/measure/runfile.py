@@ -231,7 +231,7 @@ def read_run(path: str | Path) -> Run:
         else:
             samples.append(obj)
     interrupted = bool(saved and saved.get("interrupted"))
-    summary = summarize(requests, samples, interrupted)
+    summary = summarize(requests, samples, interrupted, header.get("slo"))
     return Run(header, tuple(requests), tuple(samples), summary, saved is not None, lines.skipped, tuple(lines.problems))
 
 

@@ -4,6 +4,7 @@ summary written last. Ctrl-C stops it cleanly: in-flight requests are recorded a
 cancelled and the summary is still written (a second Ctrl-C quits at once)."""
 
 import asyncio
+import itertools
 import os
 import signal
 import time
@@ -37,15 +38,23 @@ class Plan:
     server_log: str | None = None
     metrics_url: str | None = None
     metrics_interval_s: float = 1.0
+    duration_s: float | None = None  # per suite and level: requests keep starting this long
+    slo: dict | None = None  # {"ttft_ms": x, "tpot_ms": y}: goodput counts the requests within
 
     def phases(self) -> list[tuple[Level, list[Job]]]:
+        """Per load level and suite, the jobs: prompts reused round-robin, at least one per
+        request in flight (12 prompts at --concurrency 16 run 16 at a time); endless
+        (an iterator) with duration_s."""
         out = []
         if self.warmup:
             first = self.suites[0]
             out.append((Level(1), [_job(first, i, Level(1), warmup=True) for i in range(self.warmup)]))
         for level in self.levels:
             for suite in self.suites:
-                n = self.requests or len(suite.prompts)
+                if self.duration_s:
+                    out.append((level, (_job(suite, i, level) for i in itertools.count())))
+                    continue
+                n = self.requests or max(len(suite.prompts), level.concurrency or 0)
                 out.append((level, [_job(suite, i, level) for i in range(n)]))
         return out
 
@@ -100,7 +109,7 @@ class Runner:
             for sig in handled:
                 asyncio.get_running_loop().remove_signal_handler(sig)
             await watch.stop()
-        self.out.summary = stats.summarize(self.out.requests, self.out.samples, self.out.interrupted)
+        self.out.summary = stats.summarize(self.out.requests, self.out.samples, self.out.interrupted, p.slo)
         self.writer.write({"type": "summary", **self.out.summary})
         return self.out
 
@@ -111,10 +120,11 @@ class Runner:
                 send_request, session, p.endpoint, sampling=p.sampling, run_t0_ns=self._t0_ns, tokenizer=self.tokenizer
             )
             self._load = Load(send, self._result)
+            duration = None if isinstance(jobs, list) else p.duration_s  # the warm-up is a list
             if level.rate:
-                await self._load.poisson(jobs, level.rate, p.seed)
+                await self._load.poisson(jobs, level.rate, p.seed, duration)
             else:
-                await self._load.closed(jobs, level.concurrency)
+                await self._load.closed(jobs, level.concurrency, duration)
             self._load = None
 
     def _result(self, r: RequestResult) -> None:

@@ -42,6 +42,8 @@ class StreamAccumulator:
         self.texts: list[str] = []  # text of each text chunk
         self.chunk_usage: list[int | None] = []  # cumulative completion_tokens on a text chunk, if sent
         self.usage_tokens: int | None = None  # last usage.completion_tokens seen anywhere
+        self.chunk_logprobs: list[int | None] = []  # logprobs entries (one per token) on a text chunk
+        self.timings: dict | None = None  # llama.cpp's own counts and times, on its last chunk
         self.finish_reason: str | None = None
         self.response_id: str | None = None
         self.done = False  # saw data: [DONE]
@@ -123,6 +125,8 @@ class StreamAccumulator:
         if self.response_id is None and isinstance(chunk.get("id"), str):
             self.response_id = chunk["id"]
         usage = self._usage(chunk.get("usage"))
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
         choices = chunk.get("choices")
         if self.error_kind or not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             return  # e.g. the trailing usage chunk: no token, does not move the end time
@@ -137,6 +141,7 @@ class StreamAccumulator:
             self.token_times_ns.append(t_ns)
             self.texts.append(text)
             self.chunk_usage.append(usage)
+            self.chunk_logprobs.append(_logprob_count(choice.get("logprobs")))
             self._check_length()
 
     def _usage(self, usage) -> int | None:
@@ -183,3 +188,11 @@ def _text(choice: dict, api: str):
         if value is not None and not isinstance(value, str):
             return None, f"{name} is a JSON {_JSON_TYPES.get(type(value), 'value')}, not a string"
     return "".join(v for _, v in parts if v)
+
+
+def _logprob_count(logprobs) -> int | None:
+    # chat: {"content": [one entry per token]}; completions: {"tokens": [...], ...}
+    if not isinstance(logprobs, dict):
+        return None
+    entries = logprobs.get("content", logprobs.get("tokens"))
+    return len(entries) if isinstance(entries, list) else None

@@ -80,3 +80,51 @@ def _prompt(line: str, where: str) -> Prompt:
     if isinstance(messages, list) and messages and all(isinstance(m, dict) and "role" in m for m in messages):
         return Prompt(messages=tuple(messages), max_tokens=max_tokens)
     raise DecodescopeError(f"{where}: no usable 'prompt' or 'messages'", fix)
+
+
+# common English words, each one token (with its leading space) in the usual BPE vocabularies
+WORDS = (
+    "the of and to in is was for on that with as by at from his her are this have had not but"
+    " were which one all their they can been has more when who will would there what about out"
+    " time up into only new some could these two may then first any like other than also after"
+    " made over did many before must through back years where much your way well down should"
+    " because each just those people how too little state good very make world still own see men"
+    " work long get here between both life being under never day same another know while last"
+)
+
+
+def synthetic_suite(input_tokens: int, n_prompts: int, tokenizer=None, seed: int = 0) -> tuple[Suite, bool]:
+    """n_prompts prompts of input_tokens tokens each, of seeded random common words (each
+    prompt different from its first word, so a prefix cache does not serve one for
+    another). Exact with a tokenizer (the prompt text; a chat template adds its own);
+    without one, one word per token: approximate. Returns (suite, exact)."""
+    import random
+
+    rng = random.Random(seed)
+    words = WORDS.split()
+    prompts = []
+    for _ in range(n_prompts):
+        text = " ".join(rng.choice(words) for _ in range(input_tokens))
+        if tokenizer is not None:
+            text = _trim_to_tokens(text, input_tokens, tokenizer, rng, words)
+        prompts.append(Prompt(prompt=text))
+    return Suite(f"synthetic-{input_tokens}", tuple(prompts)), tokenizer is not None
+
+
+def _trim_to_tokens(text: str, n: int, tokenizer, rng, words) -> str:
+    # the shortest prefix of the text with n tokens (a prefix one character longer has at
+    # most one token more, in practice): grow the text past n, then bisect on its length
+    def count(t):
+        return len(tokenizer.encode(t, add_special_tokens=False).ids)
+
+    while count(text) < n + 1:
+        text += " " + rng.choice(words)
+    lo, hi = 0, len(text)  # count(text[:lo]) < n <= count(text[:hi])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if count(text[:mid]) < n else (lo, mid)
+    if count(text[:hi]) != n:
+        raise DecodescopeError(
+            f"cannot make a prompt of exactly {n} tokens with this tokenizer", "try another --input-tokens"
+        )
+    return text[:hi]

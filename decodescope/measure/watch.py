@@ -17,10 +17,10 @@ windows to drop samples that straddle idle time or warm-up.
 
 import asyncio
 import time
+from pathlib import Path
 
 import aiohttp
 
-from decodescope.errors import DecodescopeError
 from decodescope.serverstats import serverlog
 from decodescope.serverstats.sample import SampleSource, ServerSample
 from decodescope.serverstats.tail import LogTail
@@ -35,7 +35,8 @@ def sample(kind: str, time_s: float, window_s, accept_len, gen_tok_s, warmup: bo
 
 class ServerWatch:
     def __init__(self, log_path, metrics_url, interval_s: float, clock_s, on_sample, on_warning=print):
-        self.tail = LogTail(log_path) if log_path else None
+        self.log_path = log_path
+        self.tail = None  # opened when the file exists: at start, or when it appears
         self.metrics_url = metrics_url
         self.interval_s = interval_s
         self.clock_s = clock_s  # seconds since the run started
@@ -55,11 +56,15 @@ class ServerWatch:
         if self.metrics_url:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=max(5.0, self.interval_s)))
             error = await self._scrape()
-            if error:
-                await self._session.close()
-                raise DecodescopeError(f"cannot scrape {self.metrics_url}: {error}", "check --metrics-url")
+            if error:  # the run is worth having without the server's counters
+                self._scrape_errors += 1
+                self.on_warning(f"warning: cannot scrape {self.metrics_url} ({error}); will keep trying")
             self._tasks.append(asyncio.create_task(self._scrape_loop()))
-        if self.tail:
+        if self.log_path:
+            if Path(self.log_path).exists():
+                self.tail = LogTail(self.log_path)
+            else:
+                self.on_warning(f"waiting for the server log {self.log_path} to appear")
             self._tasks.append(asyncio.create_task(self._tail_loop()))
 
     async def stop(self) -> None:
@@ -75,7 +80,10 @@ class ServerWatch:
 
     async def _tail_loop(self) -> None:
         while True:
-            self._poll_log()
+            if self.tail is None and Path(self.log_path).exists():
+                self.tail = LogTail(self.log_path, from_start=True)  # new since the run began: all of it
+            if self.tail:
+                self._poll_log()
             await asyncio.sleep(TAIL_POLL_S)
 
     def _poll_log(self) -> None:

@@ -1,14 +1,17 @@
 """Terminal rendering of a measure summary: one rich table per suite and load level."""
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 ROWS = (  # summary key, label with its unit
     ("ttft_ms", "TTFT (ms)"),
     ("itl_ms", "inter-chunk gap (ms)"),
     ("decode_tok_s", "decode per request (tok/s)"),
+    ("tpot_ms", "TPOT (ms)"),
     ("latency_ms", "end-to-end latency (ms)"),
     ("output_tokens", "output (tokens)"),
+    ("tokens_per_chunk", "chunk (tokens)"),
     ("accept_len", "server accept len (tokens/round)"),
     ("server_gen_tok_s", "server gen throughput (tok/s)"),
     ("server_decode_tok_s", "server decode per request (tok/s)"),
@@ -38,14 +41,15 @@ def _table(g: dict) -> Table:
     for key, label in ROWS:
         d = g.get(key)
         if d and d.get("n"):
-            source = f" [{d['source']}]" if d.get("source") else ""
-            t.add_row(label + source, *(_fmt(d[c]) for c in COLUMNS), str(d["n"]))
+            src = d.get("source")
+            source = f" [{src if isinstance(src, str) else ', '.join(src)}]" if src else ""
+            t.add_row(escape(label + source), *(_fmt(d[c]) for c in COLUMNS), str(d["n"]))
     return t
 
 
 SWEEP = (  # column (unit), summary key, statistic
     ("decode\np50\n(tok/s)", "decode_tok_s", "p50"),
-    ("all\nstreams\n(tok/s)", "output_tok_s", None),
+    ("all\nstreams\n(tok/s)", "output_throughput", None),
     ("TTFT\np50\n(ms)", "ttft_ms", "p50"),
     ("gap\np99\n(ms)", "itl_ms", "p99"),
     ("accept\nlen\n(tok)", "accept_len", "mean"),
@@ -76,10 +80,16 @@ def _stat(d, stat):
 
 def _footer(g: dict) -> str:
     parts = []
-    if g.get("output_tok_s") is not None:
-        parts.append(f"all streams {g['output_tok_s']:.1f} tok/s")
-    if g.get("tokens_per_chunk") is not None:
-        parts.append(f"{g['tokens_per_chunk']:.2f} tokens/chunk")
+    if g.get("output_throughput") is not None:
+        parts.append(
+            f"all streams {g['output_throughput']:.1f} tok/s, {g['request_throughput']:.2f} req/s"
+            + (f", goodput {g['goodput']:.2f} req/s" if g.get("goodput") is not None else "")
+        )
+    if g.get("client_accept_len") is not None:
+        parts.append(
+            f"chunks as rounds (client): {g['client_accept_len']:.2f} tokens/chunk after the first, "
+            f"median gap {g['client_round_ms']:.1f} ms"
+        )
     if g.get("round_ms") is not None:
         parts.append(
             f"round {g['round_ms']:.1f} ms = server accept len {g['accept_len']['mean']:.2f} tokens/round"

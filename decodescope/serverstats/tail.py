@@ -8,7 +8,7 @@ from decodescope.errors import DecodescopeError
 
 
 class LogTail:
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, from_start: bool = False):
         self.path = Path(path)
         try:
             self._f = self.path.open("rb")
@@ -16,7 +16,8 @@ class LogTail:
             raise DecodescopeError(
                 f"cannot read the server log {self.path}: {e}", "pass the log file the server writes"
             ) from e
-        self._f.seek(0, os.SEEK_END)  # only what the server writes from now on
+        if not from_start:
+            self._f.seek(0, os.SEEK_END)  # only what the server writes from now on
         self._ino = os.fstat(self._f.fileno()).st_ino
         self._partial = b""  # a line the server has not finished writing
 

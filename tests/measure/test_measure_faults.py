@@ -77,19 +77,39 @@ def test_a_server_that_hangs_up_before_answering_fails_the_request_after_one_ret
     assert all("dropped before the response" in r.error for r in run.requests), run.requests[0].error
 
 
-def test_connection_refused_fails_every_request_and_exits_1(measure, tmp_path):
+@pytest.mark.parametrize("model", [(), ("--model", "m")], ids=["model from the server", "--model given"])
+def test_nothing_listening_is_one_cannot_connect_line_before_the_run(measure, model):
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    m = measure(url, "--model", "m", "--suite", "code", "--requests", "2", "--warmup", "1", "--json")
-    assert m.exit_code == 1, "a run in which nothing succeeded must not exit 0"
-    assert m.json()["suites"][0]["errors"] == {"connection": 2}
-    run = read_run(m.run_file)
-    assert len(run.requests) == 3 and all(r.error_kind == "connection" for r in run.requests)
-    assert "cannot connect" in run.requests[0].error
+    m = measure(url, *model, "--suite", "code", "--requests", "2", "--json")
+    assert isinstance(m.exception, DecodescopeError), m.output
+    assert str(m.exception.what) == f"cannot connect to {url}: " + str(m.exception.what).split(": ", 1)[1]
+    assert "\n" not in m.exception.what and "aiohttp" not in m.exception.what
+    assert not m.run_file.exists(), "no request was sent, so no run file"
 
 
-def test_unreachable_server_without_model_is_a_clear_error(measure):
-    m = measure(f"http://127.0.0.1:{free_port()}", "--json")
-    assert isinstance(m.exception, DecodescopeError) and "--model" in m.exception.fix
+def test_the_cli_says_cannot_connect_in_one_line_and_exits_non_zero(tmp_path):
+    url = f"http://127.0.0.1:{free_port()}"
+    cmd = [sys.executable, "-m", "decodescope", "measure", url, "--out", str(tmp_path / "r.jsonl")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    first, *rest = proc.stderr.splitlines()
+    assert first.startswith(f"error: cannot connect to {url}: ") and "Traceback" not in proc.stderr
+    assert rest and rest[0].lstrip().startswith("fix:")
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (("--suite", "no-such-suite"), "no prompt suite"),
+        (("--extra-body", "{not json"), "--extra-body is not JSON"),
+        (("--slo", "ttft=5"), "--slo"),
+        (("--requests", "3", "--duration", "2"), "--duration"),
+    ],
+)
+def test_bad_local_input_is_refused_before_connecting(measure, args, says):
+    # nothing listens at the URL: the local error must come first
+    m = measure(f"http://127.0.0.1:{free_port()}", "--model", "m", *args)
+    assert isinstance(m.exception, DecodescopeError) and says in str(m.exception), m.exception
 
 
 def test_ctrl_c_stops_cleanly_with_130_and_keeps_finished_requests(scripted_server, tmp_path):

@@ -138,3 +138,29 @@ def test_a_per_request_line_counts_for_the_one_suite_its_request_ran_in(tc):
     counted = [g["name"] for g in s["suites"] if "server_decode_tok_s" in g]
     assert counted == ([tc.group] if tc.group else [])
     assert all("server_gen_tok_s" not in g for g in s["suites"]), "one request's rate is not the server's total"
+
+
+def test_throughputs_tpot_and_goodput_as_vllm_bench_serve_counts_them():
+    # two requests in a 2 s window, 10 + 30 tokens; TPOT = (latency - TTFT) / (tokens - 1):
+    # (100 - 10) / 9 = 10 ms and (300 - 10) / 29 = 10 ms; TTFTs 10 and 50 ms
+    a = request(0, 1, output_tokens=10, ttft_ms=10.0, latency_ms=100.0)
+    b = request(1, 2, output_tokens=30, ttft_ms=50.0, latency_ms=340.0)
+    (g,) = summarize([a, b], [], slo={"ttft_ms": 20.0, "tpot_ms": 12.0})["suites"]
+    assert (g["request_throughput"], g["output_throughput"]) == pytest.approx((2 / 2, 40 / 2))
+    assert g["tpot_ms"]["mean"] == pytest.approx(10.0)
+    assert g["goodput"] == pytest.approx(1 / 2), "only the first meets TTFT <= 20 ms"
+
+
+@pytest.mark.parametrize(
+    "chunk_tokens, want",
+    [
+        ((3, 3, 3, 4, 2), {"client_accept_len": 3.0, "client_round_ms": 5.0}),  # after the first: 3, 3, 4, 2
+        ((4, 1, 1, 4, 1), {}),  # mostly one token: text held back, not rounds
+        ((1, 1, 1, 1, 1), {}),
+    ],
+)
+def test_the_clients_round_estimate_appears_when_chunks_are_rounds(chunk_tokens, want):
+    r = request(0, 1, itl_ms=(5.0,) * 4, chunk_tokens=chunk_tokens, output_tokens=sum(chunk_tokens))
+    (g,) = summarize([r], [])["suites"]
+    assert {k: g[k] for k in ("client_accept_len", "client_round_ms") if k in g} == pytest.approx(want)
+    assert g["tokens_per_chunk"]["mean"] == pytest.approx(sum(chunk_tokens) / 5)

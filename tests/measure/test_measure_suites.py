@@ -90,7 +90,7 @@ def test_request_body(b):
         Endpoint("http://x", b.api, "m"), Job("s", 0, b.prompt), Sampling(64, 0.0, 5.0, {"ignore_eos": True})
     )
     assert body | b.want == body, body
-    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
     assert body["ignore_eos"] is True, "--extra-body fields reach the server"
 
 

@@ -1,0 +1,72 @@
+"""`decodescope measure` against a real llama-server, built from the llama.cpp source in
+the llama-cpp-python sdist (tests/servers/build_llama_server.sh, cached under
+.cache/llama-server), serving a tiny random Llama written as GGUF here
+(tests/servers/tiny_gguf.py). The reference is the server's own decode rate of each
+request, its `timings.predicted_per_second`, from the last chunk of the stream."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, assert_summary_reproduced, free_port, start, stop
+
+from decodescope.measure.runfile import read_run
+
+pytestmark = pytest.mark.server
+
+CACHE = ROOT / ".cache" / "llama-server"
+BINARY = CACHE / "bin" / "llama-server"
+GGUF_PY = CACHE / "gguf-py"
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    if not BINARY.exists() or not GGUF_PY.exists():
+        pytest.skip(f"llama-server is not built: run tests/servers/build_llama_server.sh (caches {BINARY})")
+    folder = tmp_path_factory.mktemp("llama-server")
+    model = folder / "tiny.gguf"
+    subprocess.run([sys.executable, str(ROOT / "tests/servers/tiny_gguf.py"), str(GGUF_PY), str(model)], check=True)
+    port = free_port()
+    cmd = [str(BINARY), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-c", "2048"]
+    cmd += ["-np", "1", "-t", "2", "--no-webui"]
+    proc = start(cmd, f"http://127.0.0.1:{port}/health", folder / "output.txt", 120)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_decode_rate_is_within_10_percent_of_the_servers_own_timings(llama_server, measure, api):
+    args = ["--api", api, "--suite", "code", "--requests", "4", "--output-tokens", "96", "--json"]
+    m = measure(llama_server, *args)
+    assert m.exit_code == 0, m.stderr
+    assert "warning" not in m.stderr, "llama-server takes ignore_eos: every request is 96 tokens"
+    (g,) = m.json()["suites"]
+    assert g["requests_ok"] == 4
+    assert g["server_decode_tok_s"]["source"] == "timings"
+    measured = [r for r in read_run(m.run_file).requests if not r.warmup]  # the first decode on a cold server is slow
+    assert all(r.output_tokens == 96 and r.token_count_source == "usage" for r in measured)
+    for r in measured:
+        # one token per chunk: nothing held back, no estimate (a random model's output can
+        # hold back incomplete UTF-8 characters; then the first chunk's count is estimated)
+        if len(r.itl_ms) + 1 == r.output_tokens:
+            assert r.decode_tok_s == pytest.approx(r.timings_tok_s, rel=0.10), (r.decode_tok_s, r.timings_tok_s)
+    assert g["decode_tok_s"]["p50"] == pytest.approx(g["server_decode_tok_s"]["p50"], rel=0.10)
+    assert_summary_reproduced(m.run_file)
+
+
+def test_logprobs_count_the_tokens_of_each_chunk(llama_server, measure):
+    """llama-server sends one logprobs entry per chunk; where it held a token back (an
+    incomplete UTF-8 character) the chunk that carries its text has still one entry, so
+    the entries can fall short of usage, never above it. The first chunk's share is scaled
+    to usage (chunks.py), so the decode rate holds either way."""
+    m = measure(llama_server, "--suite", "code", "--requests", "2", "--output-tokens", "32", "--logprobs", "--json")
+    assert m.exit_code == 0, m.stderr
+    for r in read_run(m.run_file).requests:
+        assert r.chunk_source == "logprobs" and r.output_tokens == 32
+        assert len(r.chunk_tokens) == len(r.itl_ms) + 1 and sum(r.chunk_tokens) <= 32
+
+
+def test_the_model_name_comes_from_the_server(llama_server, measure):
+    # the model comes from /v1/models and the first contact finds the server
+    m = measure(llama_server, "--suite", "code", "--requests", "1", "--max-tokens", "8", "--json")
+    assert m.exit_code == 0 and m.json()["requests_ok"] == 1, m.stderr
