@@ -6,7 +6,7 @@ Run: python tests/hostile_server.py --port P
 
 The case is the first path segment: the client is pointed at http://127.0.0.1:P/CASE, so
 it posts to /CASE/v1/chat/completions and lists /CASE/v1/models. GET /count/CASE answers
-how many requests CASE has seen. Every case that can echoes the request's Authorization
+how many POSTs CASE has seen. Every case that can echoes the request's Authorization
 header back, as a careless server does, so a test can look for the key in every output.
   ok                 a normal stream: 4 text chunks, usage, [DONE]
   slow               20 text chunks 50 ms apart
@@ -97,7 +97,6 @@ async def route(c: Conn, method: str, path: str, headers: dict) -> None:
     if parts[0] == "count":
         return await c.whole("200 OK", str(seen[parts[1]]).encode())
     case = parts[0]
-    seen[case] += 1
     auth = headers.get("authorization", "")
     if path.endswith("/v1/models"):
         if case == "echo401":
@@ -112,6 +111,7 @@ async def route(c: Conn, method: str, path: str, headers: dict) -> None:
         return await c.whole("200 OK", b"# TYPE vllm:generation_tokens counter\nvllm:generation_tokens 0\n")
     if method == "GET":  # e.g. --metrics-url: a 404 that quotes what it was sent
         return await c.whole("404 Not Found", f"no {path} for {auth}".encode())
+    seen[case] += 1
     await CASES.get(case, ok)(c, case, auth, path)
 
 

@@ -209,7 +209,8 @@ def _contact(root: str, headers: dict, timeout_s: float):
 
 def _first_model(server, root: str) -> str:
     if not server.models:
-        raise DecodescopeError(f"{root}/v1/models lists no model", "pass --model NAME")
+        why = f": {server.problem}" if server.problem else ""
+        raise DecodescopeError(redact.text(f"{root}/v1/models lists no model{why}"), "pass --model NAME")
     return server.models[0]
 
 

@@ -24,6 +24,7 @@ FIXED_LENGTH = {
 class Server:
     models: tuple[str, ...]  # ids listed by /v1/models; empty when it has none
     owned_by: str | None  # the engine, as its first model names it
+    problem: str | None = None  # why /v1/models listed nothing: "HTTP 401: <body>", secrets masked
 
 
 async def first_contact(session: aiohttp.ClientSession, root: str, headers: dict) -> Server:
@@ -31,8 +32,9 @@ async def first_contact(session: aiohttp.ClientSession, root: str, headers: dict
     url = root + "/v1/models"
     try:
         async with session.get(url, headers=headers) as resp:
-            if resp.status != 200:
-                return Server((), None)  # something answers; the first request will say more
+            if resp.status != 200:  # something answers; the first request will say more
+                body = (await resp.text(errors="replace"))[:300]
+                return Server((), None, redact.text(f"HTTP {resp.status}: {body}"))
             data = await resp.json(content_type=None)
     except aiohttp.ClientConnectorError as e:
         raise DecodescopeError(

@@ -169,8 +169,11 @@ REQUEST_FIELDS = {
     "finish_reason": _opt(_str),
     "response_id": _opt(_str),
     "resent": _bool,
+    "chunk_source": _opt(_str),
+    "timings_tok_s": _opt(_pos),
 }
-OPTIONAL_REQUEST_FIELDS = {"resent": False}  # absent from files written before it existed
+# absent from files written before they existed
+OPTIONAL_REQUEST_FIELDS = {"resent": False, "chunk_source": None, "timings_tok_s": None}
 SAMPLE_FIELDS = {
     "time_s": _time,
     "window_s": _opt(_nonneg),
