@@ -3,8 +3,9 @@
 The ceiling reads every byte at datasheet bandwidth with no fixed latency; the model's
 expected round adds what the engine profile says each part costs. Each term of the gap
 carries its source: `model` (the engine profile), `log` (what the server's log showed,
-timed by the model), and later `calibration` / `trace` when a measured figure takes the
-modelled one's place under the same term. What the terms do not cover is `unexplained`:
+timed by the model), `calibration` (a calibration file's measured bandwidth, kernel floor
+and allreduce latency in the model's place) and `trace` (a profiler trace's busy and idle
+time) when a measured figure takes the modelled one's place under the same term. What the terms do not cover is `unexplained`:
 measured - ceiling - the rest, so the terms always sum to measured - ceiling; when it is
 negative the model over-predicts the round by that much."""
 
@@ -23,6 +24,7 @@ from decodescope.model.round import draft_step_ops, draft_steps, micro_batches, 
 EAGER_KERNEL_US = 6.7
 MEMORY_PARTS = ("weights", "kv_cache", "state")
 ROUNDS_PER_SGLANG_LINE = 40  # see inputs.SGLANG_ROUNDS_PER_LINE
+CALIBRATION_PREFIX = "calibration "  # the source hardware.calibration.apply gives the numbers it replaced
 
 
 class Term(StrEnum):
@@ -81,21 +83,38 @@ def _parts(arch: Arch, d: Deployment, p: Prediction) -> tuple[dict, dict]:
     return out[0], out[1]
 
 
+def _calibrated(source: str) -> bool:
+    """hardware.calibration.apply names the file it took a number from: "calibration FILE"."""
+    return source.startswith(CALIBRATION_PREFIX)
+
+
 def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
-    """expected - ceiling, split by cause; the four terms sum to that difference."""
+    """expected - ceiling, split by cause; the four terms sum to that difference. With a
+    calibration file (`apply`) the weight stream and kernel floor are measured, and the
+    allreduce latency too when it ran on several GPUs; the host time stays the profile's."""
     c, e = _parts(arch, d, p)
 
     def diff(*keys):
         return sum(e.get(k, 0.0) - c.get(k, 0.0) for k in keys)
 
     eng, why = d.engine, _nccl_note(d)
+    cal = _calibrated(eng.source)
+    src, link_src = (Source.CALIBRATION if cal else Source.MODEL,
+                     Source.CALIBRATION if _calibrated(d.link.source) else Source.MODEL)
+    bw_gb_s = eng.bw_efficiency * d.gpu.memory_bw_bytes_s / 1e9
     return [
-        GapTerm(Term.BANDWIDTH, diff(*MEMORY_PARTS), Source.MODEL,
+        GapTerm(Term.BANDWIDTH, diff(*MEMORY_PARTS), src,
+                f"weights, KV cache and state at the weight stream measured by calibrate, {bw_gb_s:.1f} GB/s "
+                f"({eng.source.removeprefix(CALIBRATION_PREFIX)}), not the datasheet's "
+                f"{d.gpu.memory_bw_bytes_s / 1e9:.0f} GB/s" if cal else
                 f"weights, KV cache and state at the {eng.id} profile's achieved bandwidth, not the datasheet's"),
-        GapTerm(Term.KERNEL_FLOORS, diff("kernels"), Source.MODEL,
+        GapTerm(Term.KERNEL_FLOORS, diff("kernels"), src,
+                f"{eng.kernel_floor_us:.2f} us per kernel whatever its bytes (measured by calibrate)" if cal else
                 f"{eng.kernel_floor_us:g} us per kernel whatever its bytes ({eng.id} profile)"),
-        GapTerm(Term.ALLREDUCE, diff("allreduce"), Source.MODEL,
-                "allreduce latency and link efficiency" + (f"; {why}" if why else "")),
+        GapTerm(Term.ALLREDUCE, diff("allreduce"), link_src,
+                ("allreduce latency measured by calibrate, "
+                 f"{d.link.allreduce_latency_s * 1e6:.1f} us" if link_src == Source.CALIBRATION else
+                 "allreduce latency and link efficiency") + (f"; {why}" if why else "")),
         GapTerm(Term.HOST, diff("host"), Source.MODEL,
                 f"CPU time not hidden behind the GPU: {eng.host_ms_per_pass:g} ms per pass, "
                 f"{eng.host_ms_per_draft_step:g} ms per draft step ({eng.id} profile)"),
