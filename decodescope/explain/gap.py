@@ -14,7 +14,7 @@ from enum import StrEnum
 from math import ceil
 
 from decodescope.arch import Arch
-from decodescope.explain.observations import LogFacts
+from decodescope.explain.observations import LogFacts, TraceFacts
 from decodescope.model.deployment import Deployment
 from decodescope.model.predict import Prediction, allreduce_alpha, ceiling_rates, expected_rates, peak_flops
 from decodescope.model.round import draft_step_ops, draft_steps, micro_batches, sum_ops
@@ -32,6 +32,7 @@ class Term(StrEnum):
     KERNEL_FLOORS = "kernel_floors"
     ALLREDUCE = "allreduce"
     HOST = "host"
+    IDLE = "idle"  # a trace's GPU idle: host and kernel floors measured together
     CUDA_GRAPHS_OFF = "cuda_graphs_off"
     PREFILL = "prefill"
     UNEXPLAINED = "unexplained"
@@ -47,6 +48,7 @@ class Source(StrEnum):
 
 LABELS = {Term.BANDWIDTH: "bandwidth not reached", Term.KERNEL_FLOORS: "kernel floors",
           Term.ALLREDUCE: "allreduce latency", Term.HOST: "host overhead",
+          Term.IDLE: "GPU idle (host + kernel floors)",
           Term.CUDA_GRAPHS_OFF: "CUDA graphs off", Term.PREFILL: "prefill in the log windows",
           Term.UNEXPLAINED: "unexplained"}
 
@@ -152,11 +154,39 @@ def _prefill_ms(arch: Arch, d: Deployment, p: Prediction, log: LogFacts) -> floa
     return total / (ROUNDS_PER_SGLANG_LINE * max(1, log.decode_windows))
 
 
-def gap(arch: Arch, d: Deployment, p: Prediction, measured_ms: float, log: LogFacts | None) -> tuple[GapTerm, ...]:
-    """measured - ceiling as terms that sum to it exactly, `unexplained` last."""
-    terms = modelled_terms(arch, d, p)
-    terms += log_terms(arch, d, p, terms[1].ms, log)
+def trace_terms(arch: Arch, d: Deployment, p: Prediction, t: TraceFacts) -> list[GapTerm]:
+    """A trace's median step in place of the modelled terms: busy time of the kernels that
+    move the weights, KV cache and state, and of the collectives, above their ceiling time;
+    GPU idle for host time and kernel floors together (a trace cannot tell them apart)."""
+    c, _ = _parts(arch, d, p)
+    of = f"median of {t.steps} decode steps in {', '.join(t.files)}"
+    return [
+        GapTerm(Term.BANDWIDTH, t.memory_ms - sum(c.get(k, 0.0) for k in MEMORY_PARTS), Source.TRACE,
+                f"GEMM, attention and linear-attention kernels busy {t.memory_ms:.2f} ms per step ({of}) against "
+                f"{sum(c.get(k, 0.0) for k in MEMORY_PARTS):.2f} ms for their bytes at datasheet bandwidth"),
+        GapTerm(Term.ALLREDUCE, t.allreduce_ms - c.get("allreduce", 0.0), Source.TRACE,
+                f"allreduce and collective kernels busy {t.allreduce_ms:.2f} ms per step ({of}) against "
+                f"{c.get('allreduce', 0.0):.2f} ms at the ceiling"),
+        GapTerm(Term.IDLE, t.idle_ms - c.get("host", 0.0) - c.get("kernels", 0.0), Source.TRACE,
+                f"the GPU waited {t.idle_ms:.2f} ms per step on the host and between kernels ({of})"),
+    ]
+
+
+def gap(arch: Arch, d: Deployment, p: Prediction, measured_ms: float, log: LogFacts | None,
+        trace: TraceFacts | None = None) -> tuple[GapTerm, ...]:
+    """measured - ceiling as terms that sum to it exactly, `unexplained` last. A trace's
+    measured terms replace the modelled ones; it also holds whatever the log's windows
+    showed (eager launches, prefill), so the log terms are not added on top."""
+    if trace:
+        terms = trace_terms(arch, d, p, trace)
+    else:
+        terms = modelled_terms(arch, d, p)
+        terms += log_terms(arch, d, p, terms[1].ms, log)
     rest = measured_ms - p.ceiling.round_ms - sum(t.ms for t in terms)
     note = ("what the terms above do not account for" if rest >= 0 else
+            f"negative: the trace's terms exceed the measured gap by {-rest:.2f} ms" if trace else
             f"negative: the model's terms exceed the measured gap, it over-predicts the round by {-rest:.2f} ms")
+    if trace:
+        note += (f"; the trace's other kernels (norms, elementwise, copies, sampling) were busy "
+                 f"{trace.other_ms:.2f} ms per step")
     return (*terms, GapTerm(Term.UNEXPLAINED, rest, Source.MEASURED, note))

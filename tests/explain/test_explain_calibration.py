@@ -10,9 +10,9 @@ from decodescope.cli.main import cli
 from decodescope.hardware.calibration import AllreducePoint, Calibration, Gemv, save
 
 # Llama-3.1-8B at batch 1, one H200: 15,009,849,344 weight bytes per step (the real tensors,
-# tests/data/h200/gpu_check_results.json) + KV cache 1024 tokens x 32 layers x 8 heads x 128
-# x 2 (K, V) x 2 bytes = 134,217,728 B: 15,144,067,072 bytes per round.
-ROUND_BYTES = 15_009_849_344 + 134_217_728
+# tests/data/h200/gpu_check_results.json) + KV cache of 1024 cached tokens and the new one:
+# 1025 x 32 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 134,348,800 B: 15,144,198,144 bytes per round.
+ROUND_BYTES = 15_009_849_344 + 134_348_800
 DATASHEET_BW = 4.8e12  # H200 HBM3e, bytes/s (gpus.toml)
 MEASURED_BW = 4.0e12  # what the calibration below says the GEMVs streamed
 FLOOR_US = 2.0  # measured in-graph launch
@@ -51,9 +51,9 @@ def test_calibrated_terms_say_calibration_and_carry_the_measured_numbers(tmp_pat
     # the host time is not measured by calibrate; one GPU has no calibrated allreduce
     assert measured["host"]["source"] == "model" and measured["allreduce"]["source"] == "model"
     assert measured["host"]["ms"] == plain["host"]["ms"]
-    # bandwidth: 15,144,067,072 B x (1/4.0e12 - 1/4.8e12) s = 15,144,067,072 / 24e12 s = 0.63100 ms
+    # bandwidth: 15,144,198,144 B x (1/4.0e12 - 1/4.8e12) s = 15,144,198,144 / 24e12 s = 0.631008 ms
     assert measured["bandwidth"]["ms"] == pytest.approx(1e3 * ROUND_BYTES * (1 / MEASURED_BW - 1 / DATASHEET_BW),
-                                                        rel=1e-3)
+                                                        rel=1e-9)
     assert "4000.0 GB/s" in measured["bandwidth"]["note"] and "h200.json" in measured["bandwidth"]["note"]
     # kernel floors: the same kernels at 2.0 us instead of the sglang profile's floor
     from decodescope.model.engines import get_engine
