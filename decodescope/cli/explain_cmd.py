@@ -62,10 +62,12 @@ def render(e, as_json: bool, as_markdown: bool, html_path: str | None) -> None:
 @click.option("--log", "log_file", help="a server log (SGLang, vLLM, llama.cpp) to read the points from")
 @click.option("--segment", type=int, help="which segment of the log (default: the last)")
 @click.option("--points", help="ACCEPT_LEN:TOK_S,... measured points (tok/s per user)")
+@click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False),
+              help="a torch-profiler trace of the same deployment (repeat: one per rank): measured terms in the gap")
 @click.option("--target", type=float, help="tok/s per user wanted: the accept length it needs, the levers that reach it")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print markdown (for an issue or a chat)")
 @click.option("--html", "html_path", help="also write a self-contained HTML report to this file")
-def explain(args, log_file, segment, points, target, as_markdown, html_path, **flags):
+def explain(args, log_file, segment, points, traces, target, as_markdown, html_path, **flags):
     """Reconcile measurements ([RUN.jsonl] MODEL, --log FILE or --points) with the model of MODEL on --gpu."""
     from decodescope.explain import inputs, merge
     if len(args) not in (1, 2):
@@ -77,6 +79,9 @@ def explain(args, log_file, segment, points, target, as_markdown, html_path, **f
         raise click.UsageError("--gpu is required (e.g. --gpu rtx-a6000)")
     parts = ([inputs.from_run(run[0])] if run else []) + ([inputs.from_log(log_file, segment)] if log_file else [])
     parts += [inputs.from_points(points)] if points else []
+    if traces:
+        from decodescope.explain.traced import from_trace
+        parts.append(from_trace(list(traces)))
     as_json = flags.pop("as_json")
     if target is not None and not target > 0:
         raise click.BadParameter("must be > 0 tok/s", param_hint="--target")

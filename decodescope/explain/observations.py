@@ -1,6 +1,6 @@
 """What was measured, reduced to what the reconciliation needs: points of (accept length,
 tok/s per user), each with where it came from, and what the server log said about the
-windows those points were read in."""
+windows those points were read in, and what a profiler trace measured of one step."""
 
 from dataclasses import dataclass, field
 
@@ -34,14 +34,31 @@ class LogFacts:
 
 
 @dataclass(frozen=True)
+class TraceFacts:
+    """A profiler trace's median decode step, ms, grouped by the gap term each part measures."""
+    files: tuple[str, ...]  # one per rank
+    steps: int  # decode steps per rank the medians are taken over
+    step_ms: float  # median wall time of a step
+    memory_ms: float  # GEMM, MoE GEMM, attention and linear-attention kernels busy
+    allreduce_ms: float  # allreduce and other collectives busy
+    idle_ms: float  # GPU idle inside the step: waiting on the host and between kernels
+    other_ms: float  # the other kernels (norms, elementwise, copies, sampling, unknown) busy
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__) | {"files": list(self.files), "problems": list(self.problems)}
+
+
+@dataclass(frozen=True)
 class Observations:
     points: tuple[Point, ...]
     log: LogFacts | None = None
     inputs: tuple[str, ...] = field(default=())  # every input read, in words, with its source
+    trace: TraceFacts | None = None
 
     def to_dict(self) -> dict:
         return {"points": [p.to_dict() for p in self.points], "log": self.log.to_dict() if self.log else None,
-                "inputs": list(self.inputs)}
+                "trace": self.trace.to_dict() if self.trace else None, "inputs": list(self.inputs)}
 
 
 def merge(*parts: Observations) -> Observations:
@@ -53,5 +70,6 @@ def merge(*parts: Observations) -> Observations:
             key = (round(p.accept_len, 6), round(p.tok_s, 6))
             seen[key] = seen.get(key, ()) + tuple(s for s in p.sources if s not in seen.get(key, ()))
     logs = [o.log for o in parts if o.log]
+    traces = [o.trace for o in parts if o.trace]
     return Observations(tuple(Point(a, t, s) for (a, t), s in seen.items()), logs[-1] if logs else None,
-                        tuple(i for o in parts for i in o.inputs))
+                        tuple(i for o in parts for i in o.inputs), traces[-1] if traces else None)

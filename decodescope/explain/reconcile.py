@@ -19,6 +19,7 @@ ASSUMPTIONS = {
     "gpu": "the same engine profile on the other GPU and its usual link",
     "engine": "the other engine's profile (kernel floors, host time) on this hardware",
 }
+TRACE_DISAGREES = 0.10  # a trace step this far from the measured round is of another run or load
 CARRY_OVER = "the model's relative gain carries over to the measured round (what the model does not explain scales with it)"
 
 
@@ -67,6 +68,16 @@ class Explanation:
         return next(t for t in self.gap if t.term == Term.UNEXPLAINED)
 
     @property
+    def trace_vs_measured(self) -> float | None:
+        """The trace's median step / the measured round - 1 (None without a trace)."""
+        t = self.observations.trace
+        return t.step_ms / self.fit.round_ms - 1 if t else None
+
+    @property
+    def trace_disagrees(self) -> bool:
+        return self.trace_vs_measured is not None and abs(self.trace_vs_measured) > TRACE_DISAGREES
+
+    @property
     def measured_tok_s(self) -> float:
         """tok/s per user at today's accept length and the measured round."""
         return self.fit.tok_s(self.accept_len)
@@ -83,6 +94,7 @@ class Explanation:
             "gap": [t.to_dict() for t in self.gap], "gap_total_ms": self.fit.round_ms - p.ceiling.round_ms,
             "levers": [x.to_dict() for x in self.levers], "lever_projection": CARRY_OVER,
             "observations": self.observations.to_dict(),
+            "trace_vs_measured": self.trace_vs_measured, "trace_disagrees": self.trace_disagrees,
             "model": {"name": p.arch.summary(), "deployment": p.deployment.to_dict(),
                       "ceiling": p.ceiling.to_dict(), "expected": p.expected.to_dict(), "notes": list(p.notes)},
         }
@@ -95,7 +107,7 @@ class Explanation:
 def reconcile(arch: Arch, d: Deployment, p: Prediction, obs: Observations, target: float | None = None) -> Explanation:
     """`p` is predict(arch, d, with_levers=True): the same object `decodescope model` prints."""
     fit = fit_round(obs.points)
-    terms = gap(arch, d, p, fit.round_ms, obs.log)
+    terms = gap(arch, d, p, fit.round_ms, obs.log, obs.trace)
     today = fit.tok_s(d.spec.accept_len)
     levers = tuple(_lever(x, p.expected.tok_s, today, target) for x in p.levers)
     t = None

@@ -3,6 +3,7 @@ HTML reports render these strings, so a quantity reads the same in each (the JSO
 unrounded numbers they come from)."""
 
 from decodescope.explain import Explanation, Term
+from decodescope.explain.reconcile import TRACE_DISAGREES
 
 
 def ms(x: float) -> str:
@@ -59,6 +60,13 @@ def verdict(e: Explanation) -> list[str]:
         out.append(f"Warning: the points do not share one round time: their own rounds span "
                    f"{f.min_ms:.2f}-{f.max_ms:.2f} ms, {pct(f.spread)} of the fit; something besides the "
                    "accept length changed between them.")
+    t = e.observations.trace
+    if t:
+        out.append(f"Measured terms from the trace {', '.join(t.files)}: median of {t.steps} decode steps, "
+                   f"{ms(t.step_ms)} per step ({100 * e.trace_vs_measured:+.1f} % against the measured round).")
+    if e.trace_disagrees:
+        out.append(f"Warning: the trace's step ({ms(t.step_ms)}) and the measured round ({ms(f.round_ms)}) differ by "
+                   f"more than {pct(TRACE_DISAGREES)}: the trace is of another run or another load.")
     named = sorted((t for t in e.gap if t.term != Term.UNEXPLAINED and t.ms > 0), key=lambda t: -t.ms)[:3]
     out.append(f"The {ms(f.round_ms - p.ceiling.round_ms)} above the ceiling: "
                + ", ".join(f"{t.label} {ms(t.ms)}" for t in named) + f"; unexplained {u.ms:+.2f} ms.")

@@ -8,7 +8,7 @@ from decodescope.explain import Explanation, Term
 COLORS = {"weights": "#4c72b0", "kv_cache": "#8172b3", "state": "#64b5cd", "allreduce": "#dd8452",
           "kernels": "#937860", "draft": "#55a868", "host": "#c44e52"}
 GAP_COLORS = {Term.BANDWIDTH: "#9ecae1", Term.KERNEL_FLOORS: "#bcbd22", Term.ALLREDUCE: "#fdae6b",
-              Term.HOST: "#e377c2", Term.CUDA_GRAPHS_OFF: "#7f7f7f", Term.PREFILL: "#17becf",
+              Term.HOST: "#e377c2", Term.IDLE: "#c5b0d5", Term.CUDA_GRAPHS_OFF: "#7f7f7f", Term.PREFILL: "#17becf",
               Term.UNEXPLAINED: "#d62728"}
 
 
