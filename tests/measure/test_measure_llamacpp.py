@@ -1,11 +1,13 @@
 """`decodescope measure` against a real llama-server, built from the llama.cpp source in
 the llama-cpp-python sdist (tests/servers/build_llama_server.sh, cached under
-.cache/llama-server), serving a tiny random Llama written as GGUF here
+~/.cache/decodescope/llama-server), serving a tiny random Llama written as GGUF here
 (tests/servers/tiny_gguf.py). The reference is the server's own decode rate of each
 request, its `timings.predicted_per_second`, from the last chunk of the stream."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, assert_summary_reproduced, free_port, start, stop
@@ -14,7 +16,9 @@ from decodescope.measure.runfile import read_run
 
 pytestmark = pytest.mark.server
 
-CACHE = ROOT / ".cache" / "llama-server"
+# where tests/servers/build_llama_server.sh caches it (outside the clone)
+CACHE = Path(os.environ.get("DECODESCOPE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+             / "decodescope") / "llama-server"
 BINARY = CACHE / "bin" / "llama-server"
 GGUF_PY = CACHE / "gguf-py"
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build llama.cpp's `llama-server` from the llama.cpp source that ships inside the
-# llama-cpp-python sdist on PyPI, and cache it under .cache/llama-server (git-ignored).
+# llama-cpp-python sdist on PyPI, and cache it outside the clone (every clone and CI run on
+# the machine shares one build): $DECODESCOPE_CACHE, else ~/.cache/decodescope, /llama-server.
 # A second run with the binary present does nothing. Needs cmake and a C++ compiler;
 # takes ~7 min on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
-CACHE="$PWD/.cache/llama-server"
+CACHE="${DECODESCOPE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/decodescope}/llama-server"
 BIN="$CACHE/bin/llama-server"
 if [[ -x "$BIN" ]]; then echo "llama-server cached: $BIN"; exit 0; fi
 mkdir -p "$CACHE/src"
