@@ -1,7 +1,7 @@
 """Achieved GEMM bandwidth where shapes were recorded: a public A100 trace (record_shapes=True)."""
 
 import pytest
-from conftest import EAGER, load, public
+from tracefiles import EAGER, load, public
 
 from decodescope.trace.summary import analyse
 

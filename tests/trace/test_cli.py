@@ -6,7 +6,7 @@ import re
 import shutil
 import statistics
 
-from conftest import EAGER, GRAPH, load, run, write
+from tracefiles import EAGER, GRAPH, load, run, write
 
 
 def _json(*args) -> dict:

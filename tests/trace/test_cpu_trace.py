@@ -1,7 +1,7 @@
 """Traces that torch.profiler writes here, around a tiny decode loop on the CPU."""
 
 import pytest
-from conftest import load, run
+from tracefiles import load, run
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.summary import analyse

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from conftest import GRAPH, ROOT, run
+from tracefiles import GRAPH, ROOT, run
 from test_cli import _json
 
 

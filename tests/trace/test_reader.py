@@ -3,7 +3,7 @@
 import gzip
 
 import pytest
-from conftest import EAGER, GRAPH, load, public, run, write
+from tracefiles import EAGER, GRAPH, load, public, run, write
 
 from decodescope.trace.ranges import read
 from decodescope.trace.reader import read_trace

@@ -4,7 +4,7 @@ import gzip
 import json
 
 import pytest
-from conftest import EAGER, GRAPH, load, public, write
+from tracefiles import EAGER, GRAPH, load, public, write
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import Phase, StepSource, find_steps
