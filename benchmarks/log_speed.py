@@ -2,7 +2,7 @@
 
 Writes a ~1 GB log in the real SGLang format to a temporary folder: per request an
 HTTP access line and a "Prefill batch" line, "Decode batch" lines (V4 hybrid-model form,
-as in the seeds) for most of the volume, other INFO lines, and now and then a line of
+as in the reference case) for most of the volume, other INFO lines, and now and then a line of
 binary garbage. Then times the whole `decodescope log FILE` process on it (table mode:
 one pass) and, with --json, also `--json --no-records` and `--json` (every record
 streamed, two passes) to /dev/null.

@@ -94,7 +94,8 @@ def test_moe_layer_placement(preset, moe_layers, dense_layers):
 
 
 # Per-request recurrent state at TP 1 (conv bf16, SSM fp32), from SGLang's
-# mamba_cache_per_req formula as worked out in shared/configs/SOURCES.md.
+# mamba_cache_per_req formula (https://github.com/sgl-project/sglang): conv state +
+# temporal (SSM) state per linear-attention layer.
 @pytest.mark.parametrize("preset, state_bytes", [
     ("qwen3-next-80b-a3b", 77_266_944),
     ("qwen3.6-27b", 153_944_064),

@@ -174,7 +174,7 @@ def test_tensor_rates_are_dense_not_the_sparse_headline(gpu_id, bf16_tflops, spa
 def test_reference_gpu_bf16_is_the_tensor_rate_not_the_fp32_cuda_core_rate():
     a6000 = get_gpu("rtx-a6000")
     assert a6000.memory_bw_bytes_s == 768e9
-    assert a6000.peak_flops("bf16") == pytest.approx(154.8e12)  # the seeds used 38.7e12 (FP32 CUDA cores)
+    assert a6000.peak_flops("bf16") == pytest.approx(154.8e12)  # the original investigation used 38.7e12 (FP32 CUDA cores)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ def _weights_bytes(p) -> float:
 
 
 def test_reference_case_weights_and_ceiling_by_hand():
-    """Qwen3.6-27B, 2 x RTX A6000, TP 2, BF16, MTP 3, accept 3.08: the seeds' 35.2 ms
+    """Qwen3.6-27B, 2 x RTX A6000, TP 2, BF16, MTP 3, accept 3.08: the reference case's 35.2 ms
     counted the embedding table (27 GB / 768 GB/s); what a verify pass reads is less."""
     h, i, v, tp = 5120, 17408, 248320, 2
     # per GPU, parameters: column/row-parallel matrices split by TP, norms replicated,

@@ -5,7 +5,7 @@ alone reproduces its summary.
 Server samples are attributed to a group by time: a sample counts for a group when its
 whole window (time_s - window_s .. time_s) lies inside the group's run window. That drops
 the log line or scrape interval that straddles idle time, the warm-up or the previous
-suite, as the seeds' first "2.89 tok/s" line does. A per-request sample (llama.cpp: one
+suite, as the reference case's first "2.89 tok/s" line does. A per-request sample (llama.cpp: one
 request's figures, written as it finished, some time in written_s .. time_s) counts for
 the one group inside whose window that request's decode (window_s long, ending when the
 line was written) can have run; a line that fits two windows (a request shorter than the
@@ -97,7 +97,7 @@ def _group(key, results, window, steady, slo) -> dict:
         g["server_decode_tok_s"] = distribution(timings) | {"source": "timings"}
     g.update(_chunk_rounds(ok, g["itl_ms"]))
     # one decode round per request, as the model counts it: the server's tokens per round
-    # over the client's per-request rate (the seeds' 3.08 / 55.59 tok/s = 55.4 ms); the
+    # over the client's per-request rate (the reference case's 3.08 / 55.59 tok/s = 55.4 ms); the
     # median request, as a short one (an early stop) gives a noisy rate
     accept, decode = g.get("accept_len"), g["decode_tok_s"]
     g["round_ms"] = 1000 * accept["mean"] / decode["p50"] if accept and decode["p50"] else None

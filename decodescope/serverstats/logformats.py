@@ -1,8 +1,8 @@
 """The server log line formats decodescope reads: SGLang, vLLM and llama.cpp.
 
 Each parser takes one line and returns a `Parsed` tuple, or None when the line is not
-one of its statistics lines. Formats, every known version, are quoted in
-shared/reference/serving-logs-and-benchmarks.md (sections 1-3). Strategy (its section 7):
+one of its statistics lines. Formats, every known version, come from
+the engines' own source: SGLang python/sglang/srt/managers/scheduler_metrics_mixin.py (https://github.com/sgl-project/sglang), vLLM vllm/v1/metrics/loggers.py (https://github.com/vllm-project/vllm), llama.cpp tools/server/server.cpp (https://github.com/ggml-org/llama.cpp). Strategy:
 find a fixed marker with a substring test (cheap, so a 1 GB log of noise costs little),
 strip the engine's prefix with a small regex, then split the message into `key: value`
 pairs and keep every key as the engine prints it, because the field set has changed

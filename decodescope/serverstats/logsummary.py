@@ -5,7 +5,7 @@ A "window" is a record that carries a generation rate: an SGLang "Decode batch" 
 (tokens since the previous decode line / time since it), a vLLM stats line (the last
 ~10 s) or a llama.cpp "eval time" line (one request's decode). A window is warm-up when
 its time includes start-up or idle time, so its tok/s says nothing about decode speed:
-the seeds' first line read 2.89 tok/s next to a steady 55.59.
+the reference case's first line read 2.89 tok/s next to a steady 55.59.
 
 The rule, applied per segment and log series (engine + rank: each DP rank logs its own):
 1. Each window gets a round time, accept_len (1 when not given) x running requests /

@@ -1,6 +1,9 @@
 """Read a server's Prometheus `/metrics` page and turn two scrapes into rates.
 
-Names per engine: shared/reference/serving-logs-and-benchmarks.md sections 1.6, 2.4, 3.1.
+Names per engine as each defines them: vLLM vllm/v1/metrics/loggers.py
+(https://github.com/vllm-project/vllm), SGLang python/sglang/srt/metrics/collector.py
+(https://github.com/sgl-project/sglang), llama.cpp tools/server/server.cpp
+(https://github.com/ggml-org/llama.cpp).
 Rates come from counter deltas between two scrapes, not from lifetime averages; a
 gauge is used only where the engine has no counter (SGLang's accept length is a gauge
 over the same window as its log line). llama.cpp's `*_tokens_seconds` gauges are never

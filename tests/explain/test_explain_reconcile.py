@@ -34,7 +34,7 @@ def invoke(*args):
 def test_fit_through_the_origin_by_hand():
     # sum a^2 = 3.08^2 + 3.33^2 + 3.77^2 + 3.98^2 = 9.4864 + 11.0889 + 14.2129 + 15.8404 = 50.6286
     # sum a*t = 171.2172 + 199.8 + 256.36 + 286.56 = 913.9372
-    # R = 50.6286 / 913.9372 s = 55.3962 ms (the seeds' "~55.4 ms per round")
+    # R = 50.6286 / 913.9372 s = 55.3962 ms (the reference case's "~55.4 ms per round")
     f = fit_round(from_points(REF_POINTS).points)
     assert f.round_ms == pytest.approx(1000 * 50.6286 / 913.9372, rel=1e-9)
     assert f.round_ms == pytest.approx(55.4, rel=0.01)

@@ -88,7 +88,7 @@ def test_closed_stdin_is_one_clear_error():
 
 
 def test_an_endless_line_is_not_held_whole_in_memory():
-    # 200 MB without a line feed (a /dev/zero-like source), then the seed's lines
+    # 200 MB without a line feed (a /dev/zero-like source), then the reference case's lines
     size = 200_000_000
 
     def feed(pipe):

@@ -1,5 +1,5 @@
 """Server log lines, one row per format variant, built from the engines' own format
-strings (shared/reference/serving-logs-and-benchmarks.md, sections 1-3), and the
+strings (SGLang scheduler_metrics_mixin.py, vLLM loggers.py, llama.cpp server.cpp), and the
 warm-up rule on synthetic logs in those formats."""
 
 import io
@@ -428,7 +428,7 @@ def sgl_prefill(t: float, running: int = 0, ranks: str = "TP0") -> str:
     )
 
 
-ROUND_S = 0.0554  # the seeds' round time
+ROUND_S = 0.0554  # the reference case's round time
 ACCEPTS = [3.08, 3.33, 3.77, 3.98, 3.5, 2.9]
 
 

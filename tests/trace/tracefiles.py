@@ -1,5 +1,6 @@
 """Real traces for the trace tests: the H200 decode loops in tests/data/h200 and the public
-HolisticTraceAnalysis test traces, found at ../shared/traces next to the repository."""
+HolisticTraceAnalysis test traces (https://github.com/facebookresearch/HolisticTraceAnalysis,
+tests/data), which this project's CI lays in a shared/traces folder beside the clone."""
 
 import gzip
 import json
