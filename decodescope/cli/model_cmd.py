@@ -88,13 +88,13 @@ def log_deployment(ctx: click.Context, path: str, model: str | None, flags: dict
     from decodescope.errors import DecodescopeError
     from decodescope.serverstats.logsettings import deployment
 
-    _, logged = deployment(path)
+    logged = deployment(path)
     typed = {k for k in flags if ctx.get_parameter_source(k) not in (None, ParameterSource.DEFAULT)}
     flags = {**flags, **{k: v for k, v in logged.items() if k in LOG_FLAGS and k not in typed}}
     if not model:
         model = offline_model(logged["model"]) if "model" in logged else None
     if model is None:
-        said = f"names the model '{logged['model']}'" if "model" in logged else "names no model"
+        said = f"names the model '{logged['model']}'" if "model" in logged else "states no model at start-up"
         raise DecodescopeError(f"{path} {said}: not a preset, a local path or a hub id in the local cache",
                                "give MODEL too (a preset, a folder with config.json or a hub id), e.g. "
                                f"decodescope model qwen3-8b --from-log {path} --gpu h100-sxm")

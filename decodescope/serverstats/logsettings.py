@@ -42,14 +42,9 @@ def json_parts(summary_dict: dict, segments: list[SettingsSegment]) -> dict:
     return {"summary": summary_dict, **out}
 
 
-def deployment(path: str) -> tuple[SettingsSegment, dict]:
-    """The last run's settings of a log and the `decodescope model` arguments they state."""
+def deployment(path: str) -> dict:
+    """The `decodescope model` arguments the last run's start-up lines state ({} without any)."""
     from decodescope.serverstats.model_args import model_args
 
     segments = log_settings(path)
-    if not segments:
-        raise DecodescopeError(f"{path}: no start-up line states the deployment",
-                               "give the log from the server's start (its ServerArgs / 'non-default args' / "
-                               "print_info lines), or pass MODEL and the flags")
-    return segments[-1], model_args(segments[-1].settings)
-
+    return model_args(segments[-1].settings) if segments else {}
