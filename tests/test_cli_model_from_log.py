@@ -56,3 +56,13 @@ def test_speculating_log_without_accept_length_says_so():
     p = run("qwen3.6-27b", "--from-log", MTP, "--gpu", "h100-sxm")
     err = p.stderr.decode()
     assert p.returncode == 2 and "logs no accept length" in err and "--accept" in err and "Traceback" not in err
+
+
+def test_accept_length_from_the_log_statistics(tmp_path):
+    # the start-up excerpt above, then real vLLM MTP statistics (tests/data/logs/vllm_mtp_pid5020.log,
+    # another process: its own run) with "Mean acceptance length: 2.53" and "... 2.77":
+    # the run's accept length (2.53 + 2.77) / 2 = 2.65 tokens per round
+    log = tmp_path / "server.log"
+    log.write_bytes(Path(MTP).read_bytes() + (STARTUP.parent / "logs" / "vllm_mtp_pid5020.log").read_bytes())
+    got = prediction("qwen3.6-27b", "--from-log", str(log), "--gpu", "h100-sxm")
+    assert got == prediction("qwen3.6-27b", *MTP_FLAGS, "--accept", "2.65", "--gpu", "h100-sxm")
