@@ -116,15 +116,36 @@ def _hub_cache() -> Path | None:
         return None
 
 
-def _from_hub(repo_id: str) -> RawConfig:
-    name, cache = repo_id.split("/")[-1], _hub_cache()
+def offline_model(name: str) -> str | None:
+    """A model name as a server logged it, as load_config takes it without the network: an
+    existing file or folder, a preset (the name or its last path part), or a hub id whose
+    config.json is in the local hub cache (also read from a cache path `models--org--name/…`);
+    None when it is none of these."""
+    if _as_path(name):
+        return name
+    parts = [q for q in re.split(r"[\\/]", name) if q]
+    hub = next((q[len("models--"):].replace("--", "/", 1) for q in parts if q.startswith("models--")), name)
+    for candidate in (name, *parts[-1:], hub):
+        if _norm(candidate) in _preset_index():
+            return candidate
+    return hub if HUB_ID.fullmatch(hub) and _cached_hub(hub) else None
+
+
+def _cached_hub(repo_id: str) -> Path | None:
+    """The newest config.json of repo_id in the local hub cache, or None."""
+    cache = _hub_cache()
     snaps = cache / f"models--{repo_id.replace('/', '--')}" / "snapshots" if cache else None
     try:
         cached = sorted(snaps.glob("*/config.json"), key=lambda q: q.stat().st_mtime) if snaps and snaps.is_dir() else []
     except OSError:
         cached = []
+    return cached[-1] if cached else None
+
+
+def _from_hub(repo_id: str) -> RawConfig:
+    name, cached = repo_id.split("/")[-1], _cached_hub(repo_id)
     if cached:
-        return RawConfig(_read_json(cached[-1]), str(cached[-1]), name)
+        return RawConfig(_read_json(cached), str(cached), name)
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         raise DecodescopeError(f"{repo_id} is not in the local hub cache ({_hub_cache()}) and HF_HUB_OFFLINE=1",
                                "download it once, or pass a path to its config.json")

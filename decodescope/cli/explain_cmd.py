@@ -10,7 +10,7 @@ from decodescope.errors import DecodescopeError
 
 # every option of `decodescope model` that describes the deployment (one definition of each)
 DEPLOYMENT_FLAGS = tuple(p.name for p in model_command.params
-                         if isinstance(p, click.Option) and p.name not in ("as_json", "list_presets", "calibration"))
+                         if isinstance(p, click.Option) and p.name not in ("as_json", "list_presets", "calibration", "from_log"))
 
 
 def explanation(model: str, obs, target: float | None = None, calibration: str | None = None, **flags):
@@ -67,18 +67,26 @@ def render(e, as_json: bool, as_markdown: bool, html_path: str | None) -> None:
 @click.option("--target", type=float, help="tok/s per user wanted: the accept length it needs, the levers that reach it")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print markdown (for an issue or a chat)")
 @click.option("--html", "html_path", help="also write a self-contained HTML report to this file")
-def explain(args, log_file, segment, points, traces, target, as_markdown, html_path, **flags):
-    """Reconcile measurements ([RUN.jsonl] MODEL, --log FILE or --points) with the model of MODEL on --gpu."""
+@click.pass_context
+def explain(ctx, args, log_file, segment, points, traces, target, as_markdown, html_path, **flags):
+    """Reconcile measurements ([RUN.jsonl] MODEL, --log FILE or --points) with the model of MODEL on --gpu.
+    With --log, the deployment the log's start-up lines state (model, tp, pp, ep, weights, kv, spec,
+    engine) stands in for flags not typed, and MODEL may be left out when the log names a preset, a
+    local path or a hub id in the local cache."""
+    from decodescope.cli.model_cmd import LOG_FLAGS, log_deployment
     from decodescope.explain import inputs, merge
-    if len(args) not in (1, 2):
+    if len(args) not in ((0, 1, 2) if log_file else (1, 2)):
         raise click.UsageError("usage: decodescope explain [RUN.jsonl] MODEL --gpu ID [--log FILE] [--points A:T,...]")
-    *run, model = args
+    *run, model = args or (None,)
     if not (run or log_file or points):
         raise click.UsageError("give a run file, --log FILE or --points A:T,... to explain")
     if not flags.get("gpu"):
         raise click.UsageError("--gpu is required (e.g. --gpu rtx-a6000)")
     parts = ([inputs.from_run(run[0])] if run else []) + ([inputs.from_log(log_file, segment)] if log_file else [])
     parts += [inputs.from_points(points)] if points else []
+    if log_file:  # after from_log, whose errors name a missing or unreadable log
+        model, logged = log_deployment(ctx, log_file, model, {k: flags[k] for k in LOG_FLAGS})
+        flags.update(logged)
     if traces:
         from decodescope.explain.traced import from_trace
         parts.append(from_trace(list(traces)))

@@ -1,7 +1,8 @@
 """`decodescope log FILE`: read a saved SGLang / vLLM / llama.cpp server log offline.
 
 The file is streamed line by line and never held in memory. The summary takes one
-pass. `--json` streams every record as well (turn that off with `--no-records`): the
+pass, the start-up settings another (settings.read_settings skips statistics lines by
+substring tests, so it costs a fraction of the first). `--json` streams every record as well (turn that off with `--no-records`): the
 warm-up flag of a record depends on the whole log, so the records come from a second
 pass (an input that cannot be read twice — standard input, a pipe — is spooled to a
 temporary file for it)."""
@@ -20,7 +21,7 @@ from decodescope.serverstats.logformats import ENGINES
 @click.command("log")
 @click.argument("file")
 @click.option("--engine", type=click.Choice(ENGINES), help="Log format; detected when not given.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object: engine, summary, records.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: engine, summary, settings, findings, records.")
 @click.option(
     "--records/--no-records",
     default=True,
@@ -28,24 +29,27 @@ from decodescope.serverstats.logformats import ENGINES
 )
 @click.option("--year", type=int, help="Year of vLLM timestamps, which carry none [this year].")
 def log(file, engine, as_json, records, year):
-    """Parse a server log FILE (plain or .gz; - for standard input): per-line records and
-    the steady-state accept length, generation tok/s and round time per server run,
+    """Parse a server log FILE (plain or .gz; - for standard input): the settings the server
+    logged at start-up and the ones known to cost decode speed (findings), per-line records
+    and the steady-state accept length, generation tok/s and round time per server run,
     warm-up dropped."""
     from decodescope.serverstats import logio
     from decodescope.serverstats.logscan import scan_file, scan_log
 
     plain = logio.is_plain_file(file)
     again = plain or (file != "-" and os.path.isfile(file))  # a file can be read a second time
-    spool = None if again or not (as_json and records) else tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+    # an input read once (standard input, a pipe) is spooled for the settings pass (and the records)
+    spool = None if again else tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
     if plain:
         first = _guard(scan_file, file, engine, year, path=file)
     else:
         with logio.open_lines(file) as lines:
             first = _guard(scan_log, _tee(lines, spool) if spool else lines, engine, year, path=file)
+    runs = _guard(_settings, file, spool, path=file)
     summary = first.summary()
-    if not summary.records:
+    if not summary.records and not runs:
         raise DecodescopeError(
-            f"no SGLang, vLLM or llama.cpp statistics line in {file} "
+            f"no SGLang, vLLM or llama.cpp statistics or start-up line in {file} "
             f"({summary.skipped_lines} lines read, {summary.rejected_lines} rejected)"
             + (f" for engine {engine}" if engine else ""),
             "give the server's own log: SGLang logs 'Decode batch' lines at --log-level info, "
@@ -53,21 +57,42 @@ def log(file, engine, as_json, records, year):
             "llama.cpp its 'eval time' lines per request",
         )
     if not as_json:
-        from decodescope.report.log_table import print_log_summary
+        from decodescope.report.log_table import print_log_summary, print_no_statistics
+        from decodescope.report.settings_table import print_settings
+        from decodescope.serverstats.findings import findings
 
-        print_log_summary(file, summary)
+        print_settings([(seg, findings(seg)) for seg in runs])
+        if summary.records:
+            print_log_summary(file, summary)
+        else:
+            print_no_statistics(file, summary)
         return
+    from decodescope.serverstats.logsettings import json_parts
+
+    extra = json_parts(summary.to_dict(), runs)
     if not records:
-        click.echo(json.dumps({"engine": summary.engine, "summary": summary.to_dict()}))
+        click.echo(json.dumps({"engine": summary.engine, **extra}))
         return
     if first.parts:  # a large plain file, scanned in parallel: its records too
-        _stream_json(None, first, summary, year, file)
+        _stream_json(None, first, summary, year, file, extra)
     elif spool:
         spool.seek(0)
-        _stream_json(logio.capped(spool), first, summary, year, file)
+        _stream_json(logio.capped(spool), first, summary, year, file, extra)
     else:
         with logio.open_lines(file) as lines:
-            _stream_json(lines, first, summary, year, file)
+            _stream_json(lines, first, summary, year, file, extra)
+
+
+def _settings(file, spool):
+    """Every run's start-up settings: a second streaming pass over the file or the spool."""
+    from decodescope.serverstats import logio
+    from decodescope.serverstats.logsettings import log_settings
+    from decodescope.serverstats.settings import read_settings
+
+    if spool is None:
+        return log_settings(file)
+    spool.seek(0)
+    return read_settings(logio.capped(spool))
 
 
 def _tee(lines, spool):
@@ -88,7 +113,7 @@ def _guard(fn, *args, path, **kw):
         raise DecodescopeError(f"cannot read {path}: {e}", "is the file complete? re-copy it or gunzip -t it") from e
 
 
-def _stream_json(lines, first, summary, year, path):
+def _stream_json(lines, first, summary, year, path, extra):
     """--json to stdout; `lines` None: the records of a file scanned in parallel."""
     from decodescope.serverstats.logscan import write_records_parallel
     from decodescope.serverstats.serverlog import JSON_TAIL, json_head, write_json
@@ -96,11 +121,11 @@ def _stream_json(lines, first, summary, year, path):
     out = sys.stdout.buffer
     try:
         if lines is None:
-            out.write(json_head(first.engine, summary))
+            out.write(json_head(first.engine, summary, extra))
             _guard(write_records_parallel, path, first, year, out, path=path)
             out.write(JSON_TAIL)
             out.flush()
         else:
-            _guard(write_json, out, lines, first.engine, year, first.scan, summary, path=path)
+            _guard(write_json, out, lines, first.engine, year, first.scan, summary, extra, path=path)
     except BrokenPipeError:  # the reader of our output (e.g. head) stopped early: not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -36,15 +36,24 @@ from decodescope.arch import build_arch, load_config, presets
                    "(KV cache and state are still per request)")
 @click.option("--calibration", type=click.Path(dir_okay=False),
               help="calibration file (`decodescope calibrate`): measured numbers replace the engine profile's")
+@click.option("--from-log", "from_log", type=click.Path(dir_okay=False),
+              help="take the deployment (model, tp, pp, ep, weights, kv, spec, engine, accept) from a server "
+                   "log's start-up lines; flags typed here win")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
-def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine, link,
-          same_tokens, calibration, as_json, list_presets):
+@click.pass_context
+def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine,
+          link, same_tokens, calibration, from_log, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
             click.echo(f"{name:28s} {p['file']}")
         return
+    if from_log:
+        given = dict(tp=tp, pp=pp, ep=ep, weights=weights, kv=kv, spec=spec, engine=engine, accept=accept)
+        model, given = log_deployment(ctx, from_log, model, given, with_accept=True)
+        tp, pp, ep, weights, kv, spec, engine, accept = (given[k] for k in ("tp", "pp", "ep", "weights", "kv", "spec",
+                                                                            "engine", "accept"))
     if not model or not gpu:
         raise click.UsageError("MODEL and --gpu are required (e.g. decodescope model llama-3.1-8b --gpu h100-sxm)")
     from decodescope.model import make_deployment, predict
@@ -63,6 +72,50 @@ def model(model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree,
     else:
         from decodescope.report.terminal import print_prediction
         print_prediction(p)
+
+
+LOG_FLAGS = ("tp", "pp", "ep", "weights", "kv", "spec", "engine")  # what a log's settings may set
+
+
+def log_deployment(ctx: click.Context, path: str, model: str | None, flags: dict, with_accept: bool = False):
+    """(MODEL, flags) with the log's start-up settings where no flag was typed: a typed flag
+    (click's parameter source other than its default) wins. MODEL may be left out when the
+    log names a preset, a local path or a hub id in the local cache. `with_accept`: a log
+    that speculates gives --accept too (its steady accept length)."""
+    from click.core import ParameterSource
+
+    from decodescope.arch.config import offline_model
+    from decodescope.errors import DecodescopeError
+    from decodescope.serverstats.logsettings import deployment
+
+    logged = deployment(path)
+    typed = {k for k in flags if ctx.get_parameter_source(k) not in (None, ParameterSource.DEFAULT)}
+    flags = {**flags, **{k: v for k, v in logged.items() if k in LOG_FLAGS and k not in typed}}
+    if not model:
+        model = offline_model(logged["model"]) if "model" in logged else None
+    if model is None:
+        said = f"names the model '{logged['model']}'" if "model" in logged else "states no model at start-up"
+        raise DecodescopeError(f"{path} {said}: not a preset, a local path or a hub id in the local cache",
+                               "give MODEL too (a preset, a folder with config.json or a hub id), e.g. "
+                               f"decodescope model qwen3-8b --from-log {path} --gpu h100-sxm")
+    if with_accept and flags["spec"] != "none" and flags.get("accept") is None:
+        flags["accept"] = _log_accept(path)
+        if flags["accept"] is None:
+            raise DecodescopeError(f"{path} starts the server with --spec {flags['spec']} but logs no accept length",
+                                   "add --accept (tokens per round incl. the bonus token), or give a log with "
+                                   "its decode statistics lines")
+    return model, flags
+
+
+def _log_accept(path: str) -> float | None:
+    """The steady accept length of the log's last server run, None when it logs none."""
+    from decodescope.serverstats.logio import open_lines
+    from decodescope.serverstats.logscan import scan_log
+
+    with open_lines(path) as lines:
+        summary = scan_log(lines).summary()
+    spread = summary.segments[-1].accept_len if summary.segments else summary.accept_len
+    return getattr(spread, "mean", spread)
 
 
 def _draft(model: str):

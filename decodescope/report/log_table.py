@@ -34,6 +34,14 @@ def print_log_summary(path: str, s: LogSummary, console: Console | None = None) 
     c.print(f"windows: {s.windows}, warm-up dropped: {s.warmup_windows} ({s.rule})", highlight=False)
 
 
+def print_no_statistics(path: str, s: LogSummary, console: Console | None = None) -> None:
+    """A log of start-up lines only: its settings were shown, it has no rate to summarise."""
+    (console or Console()).print(
+        f"{path}: no statistics line ({s.skipped_lines} lines read): no decode rate to report; the server "
+        "logs one per decode window (SGLang 'Decode batch', vLLM 'Avg generation throughput', llama.cpp "
+        "'eval time')", highlight=False)
+
+
 def _table(title: str, s: LogSummary) -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("quantity", "mean", "min", "max", "windows"):

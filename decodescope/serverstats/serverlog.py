@@ -224,10 +224,12 @@ def summarize(records: Iterable[LogRecord], skipped_lines: int = 0, rejected_lin
     return scan.summary(engine, skipped_lines, rejected_lines)
 
 
-def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summary: LogSummary) -> None:
-    """`decodescope log --json` to the binary stream `out`: engine, summary, then every
-    record of `lines` (the log again, after the scan that gave `summary`), streamed."""
-    out.write(json_head(engine, summary))
+def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summary: LogSummary,
+               extra: dict | None = None) -> None:
+    """`decodescope log --json` to the binary stream `out`: engine, summary (and `extra`'s
+    keys, see json_head), then every record of `lines` (the log again, after the scan that
+    gave `summary`), streamed."""
+    out.write(json_head(engine, summary, extra))
     write_records(out, lines, engine, year, scan.limits())
     out.write(JSON_TAIL)
     out.flush()
@@ -236,9 +238,12 @@ def write_json(out, lines: Iterable[str], engine, year, scan: WarmupScan, summar
 JSON_TAIL = b"\n]}\n"
 
 
-def json_head(engine, summary: LogSummary) -> bytes:
-    """`{"engine": ..., "summary": {...}, "records": [`: what precedes the records."""
-    return orjson.dumps({"engine": engine, "summary": summary.to_dict()})[:-1] + b', "records": ['
+def json_head(engine, summary: LogSummary, extra: dict | None = None) -> bytes:
+    """`{"engine": ..., "summary": {...}, "records": [`: what precedes the records; `extra`
+    (logsettings.json_parts: the summary with its segments' settings, the settings and
+    findings) replaces or adds top-level keys."""
+    head = {"engine": engine, "summary": summary.to_dict(), **(extra or {})}
+    return orjson.dumps(head)[:-1] + b', "records": ['
 
 
 
