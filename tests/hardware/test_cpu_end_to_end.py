@@ -40,7 +40,7 @@ pytest.importorskip("transformers", reason="bench needs transformers")
 ROOT = Path(__file__).parents[2]
 LLAMA = str(ROOT / "tests" / "data" / "hardware" / "llama-334m.json")
 CONTEXT = 64
-PAIRS, STEPS = 9, 2  # 9 x (one GEMV sweep + 2 decode steps): ~0.1 s a step on one thread
+PAIRS, STEPS = 15, 2  # 15 x (one GEMV sweep + 2 decode steps): ~0.1 s a step on one thread
 
 
 def _expected_ms(cal_file: Path, context: int) -> float:
