@@ -120,7 +120,21 @@ def _kv_bytes_per_token_layer(data: dict, per: int) -> float:
     return 2 * kv * head_dim * per  # K and V
 
 
-def run(raw: RawConfig, cfg: BenchConfig, calibration=None, trace: str | None = None) -> BenchResult:
+@dataclass(frozen=True)
+class Loop:
+    """A prefilled model ready to decode: `step()` runs one decode step (bench's own loop)."""
+    raw: RawConfig  # after --layers
+    device_id: str
+    device_name: str
+    mode: str
+    step: object  # () -> None
+    clock: object
+    model: object
+    notes: tuple[str, ...]
+
+
+def prepare(raw: RawConfig, cfg: BenchConfig, calibration=None) -> Loop:
+    """Build the model with random weights and prefill `cfg.context` tokens."""
     torch = import_torch()
     dev = pick_device(torch, cfg.device)
     device_id, name = _device_ids(torch, dev)
@@ -140,16 +154,22 @@ def run(raw: RawConfig, cfg: BenchConfig, calibration=None, trace: str | None = 
         mode, step, notes = _cuda_stepper(torch, transformers, model, cfg, dev)
     else:
         mode, step, notes = _eager_stepper(torch, model, cfg, dev)
-    step_ms = _timed(Clock(torch, dev), step, cfg.steps)
+    return Loop(raw, device_id, name, mode, step, Clock(torch, dev), model, notes)
+
+
+def run(raw: RawConfig, cfg: BenchConfig, calibration=None, trace: str | None = None) -> BenchResult:
+    loop = prepare(raw, cfg, calibration)
+    raw = loop.raw
+    step_ms = time_steps(loop, cfg.steps)
     if trace:
-        write_trace(torch, step, trace)
-    weight_bytes = _weight_bytes(model)
+        write_trace(import_torch(), loop.step, trace)
+    weight_bytes = _weight_bytes(loop.model)
     mean_len = cfg.context + WARMUP + (cfg.steps + 1) / 2
     kv = _kv_bytes_per_token_layer(raw.data, BYTES[cfg.dtype]) * raw.data["num_hidden_layers"] * cfg.batch * mean_len
-    ceiling, expected, mnotes = _model_side(raw, cfg, device_id, calibration)
-    return BenchResult(raw.name, device_id, name, cfg, raw.data["num_hidden_layers"], mode, tuple(step_ms),
-                       weight_bytes, kv, ceiling, expected,
-                       calibration.copy_bw_bytes_s if calibration else None, (*notes, *mnotes))
+    ceiling, expected, mnotes = _model_side(raw, cfg, loop.device_id, calibration)
+    return BenchResult(raw.name, loop.device_id, loop.device_name, cfg, raw.data["num_hidden_layers"], loop.mode,
+                       tuple(step_ms), weight_bytes, kv, ceiling, expected,
+                       calibration.copy_bw_bytes_s if calibration else None, (*loop.notes, *mnotes))
 
 
 def _free_bytes(torch, dev) -> float:
@@ -198,16 +218,17 @@ def _eager_stepper(torch, model, cfg: BenchConfig, dev):
     return "eager", step, ()
 
 
-def _timed(clock, step, steps: int) -> list[float]:
-    """ms of each of `steps` decode steps after WARMUP untimed ones."""
-    marks = []
-    for i in range(WARMUP + steps):
+def time_steps(loop: Loop, steps: int, warmup: int = WARMUP) -> list[float]:
+    """ms of each of `steps` decode steps after `warmup` untimed ones; a caller may call it
+    again to go on decoding (the cache keeps growing)."""
+    clock, marks = loop.clock, []
+    for i in range(warmup + steps):
         a = clock.mark()
-        step()
+        loop.step()
         b = clock.mark()
         if not clock.cuda:
             clock.sync()
-        if i >= WARMUP:
+        if i >= warmup:
             marks.append((a, b))
     clock.sync()
     return [clock.ms(a, b) for a, b in marks]

@@ -47,9 +47,7 @@ def calibrate(device: str = "cuda", shapes=None, sizes: Sizes | None = None,
     clock = Clock(torch, dev)
     copy, best = _copy_bw(torch, dev, clock, sz)
     eager_us, graph_us, notes = _launch(torch, dev, clock, sz)
-    gemv_dtype = "bf16" if cuda else "fp32"
-    gemv = tuple(g for k, n, count in (shapes or DEFAULT_SHAPES) for g in
-                 _gemv(torch, dev, clock, sz, k, n, count, gemv_dtype, batches))
+    gemv = gemv_probe(device, shapes, sz, batches)()
     allreduce, ar_note = _allreduce(torch, sz) if cuda else ((), "allreduce: skipped, the CPU is one device")
     name, gid, mem = _identity(torch, dev)
     return Calibration(device=gid, device_name=name, memory_bytes=mem, versions=_versions(torch),
@@ -58,6 +56,20 @@ def calibrate(device: str = "cuda", shapes=None, sizes: Sizes | None = None,
                        launch_eager_us=eager_us, launch_graph_us=graph_us, gemv=gemv, allreduce=allreduce,
                        gpus=torch.cuda.device_count() if cuda else 1,
                        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), notes=(*notes, ar_note))
+
+
+def gemv_probe(device: str = "cuda", shapes=None, sizes: Sizes | None = None,
+               batches: tuple[int, ...] = BATCHES):
+    """The weight-stream part of `calibrate` (bf16 on CUDA, fp32 on the CPU): allocates each
+    shape's rotated weights once and returns a function that sweeps them all, so a caller
+    can repeat the sweep between other measurements that must see the same load."""
+    torch = import_torch()
+    dev = pick_device(torch, device)
+    cuda = dev.type == "cuda"
+    sz = sizes or (CUDA_SIZES if cuda else CPU_SIZES)
+    clock, dt = Clock(torch, dev), "bf16" if cuda else "fp32"
+    sweeps = [_gemv(torch, dev, clock, sz, k, n, count, dt, batches) for k, n, count in (shapes or DEFAULT_SHAPES)]
+    return lambda: tuple(g for sweep in sweeps for g in sweep())
 
 
 def _copy_bw(torch, dev, clock, sz: Sizes) -> tuple[float, float]:
@@ -108,23 +120,27 @@ def _launch(torch, dev, clock, sz: Sizes) -> tuple[float, float | None, tuple[st
     return eager_us, median(ms) * 1e3 / (replays * nodes), ()
 
 
-def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, count: int, dtype: str, batches) -> list[Gemv]:
-    """F.linear(x[batch, k], W[n, k]) cycling through weight copies so no call hits in cache."""
+def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, count: int, dtype: str, batches):
+    """A function timing F.linear(x[batch, k], W[n, k]) for each batch, cycling through
+    weight copies so no call hits in cache."""
     dt = getattr(torch, DTYPES[dtype])
     wbytes = k * n * torch.empty((), dtype=dt).element_size()
     copies = max(2, -(-sz.gemv_rotation_bytes // wbytes))
     ws = [torch.randn(n, k, device=dev, dtype=dt) for _ in range(copies)]
-    out = []
-    for b in batches:
-        x = torch.randn(b, k, device=dev, dtype=dt)
+    xs = {b: torch.randn(b, k, device=dev, dtype=dt) for b in batches}
 
-        def loop(x=x):
-            for w in ws:
-                torch.nn.functional.linear(x, w)
+    def sweep() -> list[Gemv]:
+        out = []
+        for b, x in xs.items():
+            def loop(x=x):
+                for w in ws:
+                    torch.nn.functional.linear(x, w)
 
-        per_s = median(time_reps(clock, loop, sz.gemv_reps, warmup=1)) / 1e3 / copies
-        out.append(Gemv(k, n, b, dtype, per_s * 1e6, wbytes / per_s, count))
-    return out
+            per_s = median(time_reps(clock, loop, sz.gemv_reps, warmup=1)) / 1e3 / copies
+            out.append(Gemv(k, n, b, dtype, per_s * 1e6, wbytes / per_s, count))
+        return out
+
+    return sweep
 
 
 def _allreduce(torch, sz: Sizes) -> tuple[tuple[AllreducePoint, ...], str]:

@@ -126,11 +126,16 @@ def test_model_cli_refuses_a_calibration_of_another_device(tmp_path):
     assert r.returncode == 2 and "was measured on 'cpu'" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_a_gemv_faster_than_the_ceiling_is_capped_at_it():
-    # 20 GB/s measured against a best copy of 12 GB/s: the weights sat in cache
+def test_a_cpu_gemv_faster_than_its_copy_raises_the_ceiling_a_gpu_gemv_is_capped_at_the_datasheet():
+    # a CPU copy reads each destination line before writing it, so its 12 GB/s (read + write
+    # counted) understates the bus: a GEMV that read 20 GB/s is the CPU's ceiling
     cal = replace(CPU_CAL, gemv=(Gemv(128, 256, 1, "fp32", 1.0, 20e9),))
     arch = load_arch(LLAMA)
     d, _ = apply(cal, make_deployment(arch, "cpu", weights="fp32", engine="gpt-fast"))
-    assert d.engine.bw_efficiency == 1.0
+    assert d.gpu.memory_bw_bytes_s == 20e9 and d.engine.bw_efficiency == 1.0
     p = predict(arch, d)
     assert p.expected.tok_s < p.ceiling.tok_s
+    # a GPU's ceiling is its datasheet (H100 SXM 3.35 TB/s): a GEMV at 9 TB/s sat in cache
+    gpu = replace(cal, device="h100-sxm", gemv=(Gemv(128, 256, 1, "bf16", 1.0, 9e12),))
+    d, _ = apply(gpu, make_deployment(arch, "h100", weights="bf16", engine="gpt-fast"))
+    assert d.gpu.memory_bw_bytes_s == 3.35e12 and d.engine.bw_efficiency == 1.0
