@@ -27,7 +27,7 @@ from pathlib import Path
 from decodescope.errors import DecodescopeError
 from decodescope.measure import redact
 from decodescope.measure.client import RequestResult
-from decodescope.measure.stats import summarize
+from decodescope.measure.stats import Summary
 
 SCHEMA = 1
 
@@ -201,16 +201,18 @@ def check_fields(obj: dict, schema: dict, optional: dict) -> str | None:
 @dataclass(frozen=True)
 class Run:
     header: dict
-    requests: tuple[RequestResult, ...]
-    samples: tuple[dict, ...]
-    summary: dict  # recomputed from requests and samples
+    requests: tuple[RequestResult, ...]  # empty unless read with keep=True
+    samples: tuple[dict, ...]  # with keep=False: only the fields the summary needs
+    summary: dict  # recomputed from the request and sample lines
     complete: bool  # the run wrote its summary line (False: cut off)
     skipped: int = 0  # lines counted and left out: not JSON, not an object, a field wrong
     problems: tuple[str, ...] = ()  # the first few of them, "line N: why"
 
 
-def read_run(path: str | Path) -> Run:
-    """Read a run file back, also one cut off mid-run, and recompute its summary."""
+def read_run(path: str | Path, keep: bool = True) -> Run:
+    """Read a run file back, also one cut off mid-run, and recompute its summary as the
+    lines stream in. keep: also hold every request (memory grows with the file); without
+    it memory stays bounded whatever the file's size (`show`)."""
     lines = _Lines(Path(path))
     header = next(lines.objects(), None)
     if not isinstance(header, dict) or header.get("type") != "header":
@@ -219,7 +221,7 @@ def read_run(path: str | Path) -> Run:
         )
     if header.get("schema") != SCHEMA:
         raise DecodescopeError(f"{path} has run-file schema {json.dumps(header.get('schema'))[:40]}, expected {SCHEMA}", "")
-    requests, samples, saved = [], [], None
+    acc, requests, samples, saved = Summary(header.get("slo")), [], [], None
     for obj in lines.objects():
         kind = obj.get("type") if isinstance(obj, dict) else None
         why = _line_problem(obj, kind)
@@ -228,13 +230,15 @@ def read_run(path: str | Path) -> Run:
         elif kind == "request":
             if obj["error"]:
                 obj["error"] = obj["error"][:MAX_ERROR_CHARS]  # memory: the summary needs only the kind
-            requests.append(RequestResult.from_dict(obj))
+            r = RequestResult.from_dict(obj)
+            acc.add(r)
+            if keep:
+                requests.append(r)
         elif kind == "summary":
             saved = obj
-        else:
-            samples.append(obj)
-    interrupted = bool(saved and saved.get("interrupted"))
-    summary = summarize(requests, samples, interrupted, header.get("slo"))
+        else:  # one per log line or scrape: few, and needed until every group's window is known
+            samples.append(obj if keep else {k: obj.get(k) for k in ("type", *SAMPLE_FIELDS)})
+    summary = acc.result(samples, bool(saved and saved.get("interrupted")))
     return Run(header, tuple(requests), tuple(samples), summary, saved is not None, lines.skipped, tuple(lines.problems))
 
 
