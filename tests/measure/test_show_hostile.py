@@ -5,6 +5,7 @@ at all is one clear error; memory does not follow the file's size."""
 import gzip
 import json
 import os
+import random
 import threading
 
 import pytest
@@ -142,3 +143,26 @@ def test_show_memory_does_not_follow_the_file_size(real_run, tmp_path):
     assert code == 0, stderr
     # one line at a time: the largest line (1 MB) and its JSON, not the file
     assert big_mb - small_mb < 30, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"
+
+
+def test_show_memory_stays_flat_with_many_gaps(real_run, tmp_path):
+    """50 MB of realistic requests (255 inter-chunk gaps each, spread over many distinct
+    values) take no more memory than a 3-request run: the summary is added up as the lines
+    stream in and the gaps counted in 1 µs bins."""
+    lines = real_run.read_text().splitlines()
+    rng = random.Random(0)
+    line = json.loads(request_line(real_run))
+    big = tmp_path / "gaps.jsonl"
+    with big.open("w") as f:
+        f.write(lines[0] + "\n")
+        for i in range(9200):  # ~5.5 KB a line
+            gaps = [rng.uniform(15.0, 45.0) for _ in range(255)]  # ms
+            f.write(json.dumps(line | {"itl_ms": gaps, "start_s": i, "end_s": i + 1, "output_tokens": 256}) + "\n")
+        f.write(lines[-1] + "\n")
+    assert big.stat().st_size > 50e6
+    code, stderr, small_mb, _ = run_cli(["show", str(real_run), "--json"], 60)
+    assert code == 0, stderr
+    code, stderr, big_mb, _ = run_cli(["show", str(big), "--json"], 120)
+    assert code == 0, stderr
+    # 30,000 distinct 1 µs bins (15-45 ms) x ~100 B a bin: ~3 MB, plus one line at a time
+    assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 135 MB
