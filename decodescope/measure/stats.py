@@ -52,12 +52,15 @@ class Summary:
         # the warm-up's own window too, so a line that may be its request's is not taken for
         # the first suite's
         others = {"warmup": self.warmup.window()} if self.warmup.n else {}
-        counted = {k: [] for k in windows}  # the server samples that count for each group
-        for s in samples:
-            for k in _groups_of(s, windows | others):
-                if k in counted:
-                    counted[k].append(s)
-        groups = [g.result(counted[k]) for k, g in self.groups.items()]
+        within = windows | others
+        server = {k: _ServerFigures() for k in windows}  # from the samples that count for each group
+        total = _ServerFigures()
+        for s in samples:  # an iterable: read_run may stream them from the file again
+            for k in _groups_of(s, within):
+                if k in server:
+                    server[k].add(s)
+                    total.add(s)
+        groups = [g.result(server[k].result()) for k, g in self.groups.items()]
         out = {
             "suites": groups,
             "requests_ok": sum(g.ok for g in self.groups.values()),
@@ -65,7 +68,7 @@ class Summary:
             "warmup_requests": self.warmup.n,
             "interrupted": interrupted,
         }
-        out.update(_server_figures([s for k in counted for s in counted[k]]))
+        out.update(total.result())
         return out
 
 
@@ -120,7 +123,7 @@ class _Group(_Window):
         self.gaps += len(r.itl_ms)
         self.even_after_first += r.output_tokens * len(r.itl_ms) / (len(r.itl_ms) + 1)
 
-    def result(self, steady: list) -> dict:
+    def result(self, server: dict) -> dict:
         suite, concurrency, rate = self.key
         start, end = self.window()
         g = {
@@ -138,7 +141,7 @@ class _Group(_Window):
             "token_count_source": sorted(self.count_sources),
             "window_s": [start, end],
         }
-        g.update(_server_figures(steady))
+        g.update(server)
         if "server_decode_tok_s" not in g and self.d["timings"].n:  # llama.cpp's own per-request rate
             g["server_decode_tok_s"] = self.d["timings"].result() | {"source": "timings"}
         g.update(self._chunk_rounds(g["itl_ms"]))
@@ -210,20 +213,31 @@ def _groups_of(sample: dict, windows: dict) -> list:
     return fits if len(fits) == 1 else []
 
 
-def _server_figures(steady: list[dict]) -> dict:
-    # the server log is the finer source when both are there; /metrics fills in otherwise
-    out = {}
-    total = [s for s in steady if not s.get("per_request")]
-    for key, name, samples in (
-        ("accept_len", "accept_len", steady),
-        ("gen_tok_s", "server_gen_tok_s", total),
-        ("gen_tok_s", "server_decode_tok_s", [s for s in steady if s.get("per_request")]),
-    ):
-        for source in ("server_log", "metrics"):
-            values = [s[key] for s in samples if s["type"] == source and s.get(key) is not None]
-            if key == "gen_tok_s":
-                values = [v for v in values if v > 0]  # an idle window says nothing about speed
-            if values:
-                out[name] = distribution(values) | {"source": source}
-                break
-    return out
+class _ServerFigures:
+    """The server's figures over the samples that count for a group (or the whole run), fed
+    one at a time. The server log is the finer source when both are there; /metrics fills
+    in otherwise."""
+
+    NAMES = ("accept_len", "server_gen_tok_s", "server_decode_tok_s")
+    SOURCES = ("server_log", "metrics")
+
+    def __init__(self):
+        self.d = {(name, source): Spread() for name in self.NAMES for source in self.SOURCES}
+
+    def add(self, s: dict) -> None:
+        source = s["type"]
+        if source not in self.SOURCES:
+            return
+        self.d[("accept_len", source)].add(s.get("accept_len"))
+        rate = s.get("gen_tok_s")
+        if rate is not None and rate > 0:  # an idle window says nothing about speed
+            # a per-request line's rate is that request's, not the server's total
+            self.d[("server_decode_tok_s" if s.get("per_request") else "server_gen_tok_s", source)].add(rate)
+
+    def result(self) -> dict:
+        out = {}
+        for name in self.NAMES:
+            source = next((src for src in self.SOURCES if self.d[(name, src)].n), None)
+            if source:
+                out[name] = self.d[(name, source)].result() | {"source": source}
+        return out

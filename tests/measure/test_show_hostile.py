@@ -166,3 +166,22 @@ def test_show_memory_stays_flat_with_many_gaps(real_run, tmp_path):
     assert code == 0, stderr
     # 30,000 distinct 1 µs bins (15-45 ms) x ~100 B a bin: ~3 MB, plus one line at a time
     assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 135 MB
+
+
+def test_show_memory_stays_flat_with_many_server_samples(real_run, tmp_path):
+    """50 MB of server-log sample lines: they count for a suite only once every suite's
+    window is known, so show reads them a second time rather than holding them."""
+    lines = real_run.read_text().splitlines()
+    sample = {"type": "server_log", "window_s": 1.0, "accept_len": 3.0, "gen_tok_s": 55.0, "warmup": False}
+    big = tmp_path / "samples.jsonl"
+    with big.open("w") as f:
+        f.write("\n".join(lines[:-1]) + "\n")
+        for i in range(440_000):  # ~115 B a line
+            f.write(json.dumps(sample | {"time_s": i * 1e-3}) + "\n")
+        f.write(lines[-1] + "\n")
+    assert big.stat().st_size > 50e6
+    code, stderr, small_mb, _ = run_cli(["show", str(real_run), "--json"], 60)
+    assert code == 0, stderr
+    code, stderr, big_mb, _ = run_cli(["show", str(big), "--json"], 120)
+    assert code == 0, stderr
+    assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 401 MB
