@@ -27,7 +27,7 @@ from pathlib import Path
 from decodescope.errors import DecodescopeError
 from decodescope.measure import redact
 from decodescope.measure.client import RequestResult
-from decodescope.measure.stats import Summary
+from decodescope.measure.stats import MAX_GROUPS, Summary
 
 SCHEMA = 1
 
@@ -234,8 +234,9 @@ def read_run(path: str | Path, keep: bool = True) -> Run:
             if obj["error"]:
                 obj["error"] = obj["error"][:MAX_ERROR_CHARS]  # memory: the summary needs only the kind
             r = RequestResult.from_dict(obj)
-            acc.add(r)
-            if keep:
+            if not acc.add(r):
+                lines.bad(f"more than {MAX_GROUPS} suites and load levels")
+            elif keep:
                 requests.append(r)
         elif kind == "summary":
             saved = obj

@@ -19,6 +19,11 @@ from collections import Counter
 from decodescope.measure import chunks
 from decodescope.measure.spread import Spread, distribution
 
+# a run file may be hostile: names past these are not held (a real sweep has a few groups,
+# a few error kinds and sources)
+MAX_GROUPS = 1000  # suites x load levels
+MAX_NAMES = 20  # distinct error kinds, and token-count sources, per group; the rest: "other"
+
 
 def summarize(requests, samples, interrupted: bool = False, slo: dict | None = None) -> dict:
     """The run summary: one entry per (suite, concurrency, rate) in run order, plus totals.
@@ -38,14 +43,19 @@ class Summary:
         self.groups: dict[tuple, _Group] = {}  # run order
         self.warmup = _Window()
 
-    def add(self, r) -> None:
+    def add(self, r) -> bool:
+        """Count a finished request; False (and nothing counted) for one that would open a
+        group past MAX_GROUPS."""
         if r.warmup:
             self.warmup.add(r)
-            return
+            return True
         key = (r.suite, r.concurrency, r.rate)
         if key not in self.groups:
+            if len(self.groups) >= MAX_GROUPS:
+                return False
             self.groups[key] = _Group(key, self.slo)
         self.groups[key].add(r)
+        return True
 
     def result(self, samples, interrupted: bool = False) -> dict:
         windows = {k: g.window() for k, g in self.groups.items()}
@@ -103,7 +113,7 @@ class _Group(_Window):
         super().add(r)
         self.resent += r.resent  # sent again on a new connection
         if not r.ok:
-            self.errors[r.error_kind] += 1
+            self.errors[_bounded(r.error_kind, self.errors)] += 1
             return
         self.ok += 1
         self.tokens += r.output_tokens
@@ -115,8 +125,8 @@ class _Group(_Window):
         self.d["itl_ms"].extend(r.itl_ms)
         if self.slo:
             self.met += _meets(r.ttft_ms, tpot, self.slo)
-        self.count_sources.add(r.token_count_source)
-        self.chunk_sources.add(r.chunk_source or "even")
+        self.count_sources.add(_bounded(r.token_count_source, self.count_sources))
+        self.chunk_sources.add(_bounded(r.chunk_source or "even", self.chunk_sources))
         if r.chunk_tokens:
             self.known.extend(r.chunk_tokens)
             self.after_first.extend(r.chunk_tokens[1:])
@@ -188,6 +198,10 @@ class _Group(_Window):
         if accept is None or accept <= 1.0 + 1e-9 or not itl.get("n"):
             return {}
         return {"client_accept_len": accept, "client_round_ms": itl["p50"]}
+
+
+def _bounded(name: str, held) -> str:
+    return name if name in held or len(held) < MAX_NAMES else "other"
 
 
 def _meets(ttft_ms, tpot_ms, slo: dict) -> bool:

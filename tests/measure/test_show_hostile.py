@@ -185,3 +185,19 @@ def test_show_memory_stays_flat_with_many_server_samples(real_run, tmp_path):
     code, stderr, big_mb, _ = run_cli(["show", str(big), "--json"], 120)
     assert code == 0, stderr
     assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 401 MB
+
+
+def test_names_without_end_are_not_held(real_run, tmp_path):
+    """A hostile file naming a new suite or error kind on every line: 1000 suites are
+    shown, the rest counted as skipped; past 20 error kinds a suite counts "other"."""
+    lines = real_run.read_text().splitlines()
+    path = tmp_path / "names.jsonl"
+    failed = [request_line(real_run, suite="x", warmup=False, ok=False, error_kind=f"kind{i}") for i in range(25)]
+    named = [request_line(real_run, suite=f"s{i}", warmup=False) for i in range(1200)]
+    path.write_text("\n".join([lines[0], *failed, *named, lines[-1]]) + "\n")
+    code, shown, stderr = show_json(path)
+    assert code == 0, stderr
+    assert len(shown["suites"]) == 1000 and shown["skipped_lines"] == 201, "x, s0..s998 shown; s999..s1199 not"
+    assert "more than 1000 suites and load levels" in shown["skipped_why"][0]
+    errors = shown["suites"][0]["errors"]
+    assert len(errors) == 21 and errors["other"] == 5, "kind0..kind19, then 5 more as other"
