@@ -214,7 +214,7 @@ def read_run(path: str | Path, keep: bool = True) -> Run:
     lines stream in. keep: also hold every request (memory grows with the file); without
     it memory stays bounded whatever the file's size (`show`): the server samples, which
     count for a group only once every group's window is known, are read a second time
-    rather than held (kept, in short, only when the file is a pipe)."""
+    rather than held (from a pipe, which cannot be read twice, they are held, in short)."""
     lines = _Lines(Path(path))
     header = next(lines.objects(), None)
     if not isinstance(header, dict) or header.get("type") != "header":

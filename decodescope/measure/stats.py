@@ -1,6 +1,8 @@
 """Summaries of a measure run: per suite and load level, from the finished requests and
 the server samples, warm-up excluded. Used live and by runfile.read_run, so a run file
-alone reproduces its summary.
+alone reproduces its summary. Requests are added up one at a time and samples streamed
+past the finished windows (Summary), so memory does not follow the run's size: each
+spread is a spread.Spread (exact up to 20,000 values, then 1/1000-unit bins).
 
 Server samples are attributed to a group by time: a sample counts for a group when its
 whole window (time_s - window_s .. time_s) lies inside the group's run window. That drops
