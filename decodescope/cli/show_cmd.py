@@ -16,7 +16,7 @@ def show(run_file, as_json):
 
     from decodescope.measure.redact import mapping
 
-    run = read_run(run_file)
+    run = read_run(run_file, keep=False)  # the summary only: memory flat in the file's size
     header = mapping(run.header)  # a file written before redaction existed may hold a credential
     if as_json:
         out = {**run.summary, "run_file": run_file, "complete": run.complete, "header": header}

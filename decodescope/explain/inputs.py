@@ -32,7 +32,7 @@ def from_run(path: str) -> Observations:
     """One point per suite of a `measure` run file: the server's accept length over the
     client's median decode tok/s per request."""
     from decodescope.measure.runfile import read_run
-    run = read_run(path)
+    run = read_run(path, keep=False)
     points = []
     for s in run.summary.get("suites", []):
         accept, decode = s.get("accept_len"), (s.get("decode_tok_s") or {}).get("p50")

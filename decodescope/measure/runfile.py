@@ -27,7 +27,7 @@ from pathlib import Path
 from decodescope.errors import DecodescopeError
 from decodescope.measure import redact
 from decodescope.measure.client import RequestResult
-from decodescope.measure.stats import summarize
+from decodescope.measure.stats import MAX_GROUPS, Summary
 
 SCHEMA = 1
 
@@ -201,16 +201,20 @@ def check_fields(obj: dict, schema: dict, optional: dict) -> str | None:
 @dataclass(frozen=True)
 class Run:
     header: dict
-    requests: tuple[RequestResult, ...]
-    samples: tuple[dict, ...]
-    summary: dict  # recomputed from requests and samples
+    requests: tuple[RequestResult, ...]  # empty unless read with keep=True
+    samples: tuple[dict, ...]  # the same
+    summary: dict  # recomputed from the request and sample lines
     complete: bool  # the run wrote its summary line (False: cut off)
     skipped: int = 0  # lines counted and left out: not JSON, not an object, a field wrong
     problems: tuple[str, ...] = ()  # the first few of them, "line N: why"
 
 
-def read_run(path: str | Path) -> Run:
-    """Read a run file back, also one cut off mid-run, and recompute its summary."""
+def read_run(path: str | Path, keep: bool = True) -> Run:
+    """Read a run file back, also one cut off mid-run, and recompute its summary as the
+    lines stream in. keep: also hold every request (memory grows with the file); without
+    it memory stays bounded whatever the file's size (`show`): the server samples, which
+    count for a group only once every group's window is known, are read a second time
+    rather than held (from a pipe, which cannot be read twice, they are held, in short)."""
     lines = _Lines(Path(path))
     header = next(lines.objects(), None)
     if not isinstance(header, dict) or header.get("type") != "header":
@@ -219,7 +223,8 @@ def read_run(path: str | Path) -> Run:
         )
     if header.get("schema") != SCHEMA:
         raise DecodescopeError(f"{path} has run-file schema {json.dumps(header.get('schema'))[:40]}, expected {SCHEMA}", "")
-    requests, samples, saved = [], [], None
+    acc, requests, samples, saved = Summary(header.get("slo")), [], [], None
+    again = not keep and Path(path).is_file()  # a pipe or FIFO cannot be read twice
     for obj in lines.objects():
         kind = obj.get("type") if isinstance(obj, dict) else None
         why = _line_problem(obj, kind)
@@ -228,14 +233,31 @@ def read_run(path: str | Path) -> Run:
         elif kind == "request":
             if obj["error"]:
                 obj["error"] = obj["error"][:MAX_ERROR_CHARS]  # memory: the summary needs only the kind
-            requests.append(RequestResult.from_dict(obj))
+            r = RequestResult.from_dict(obj)
+            if not acc.add(r):
+                lines.bad(f"more than {MAX_GROUPS} suites and load levels")
+            elif keep:
+                requests.append(r)
         elif kind == "summary":
             saved = obj
-        else:
-            samples.append(obj)
+        elif not again:
+            samples.append(obj if keep else {k: obj.get(k) for k in ("type", *SAMPLE_FIELDS)})
     interrupted = bool(saved and saved.get("interrupted"))
-    summary = summarize(requests, samples, interrupted, header.get("slo"))
-    return Run(header, tuple(requests), tuple(samples), summary, saved is not None, lines.skipped, tuple(lines.problems))
+    summary = acc.result(_samples_again(Path(path), lines.n) if again else samples, interrupted)
+    kept = tuple(samples) if keep else ()
+    return Run(header, tuple(requests), kept, summary, saved is not None, lines.skipped, tuple(lines.problems))
+
+
+def _samples_again(path: Path, lines: int):
+    """The file's valid server-sample lines, read a second time up to the line the first
+    reading ended at (a live run's file grows meanwhile); request lines are not parsed."""
+    second = _Lines(path, skip=b'{"type": "request"')
+    for obj in second.objects():
+        if second.n > lines:
+            return
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind in ("server_log", "metrics") and _line_problem(obj, kind) is None:
+            yield obj
 
 
 def _line_problem(obj, kind) -> str | None:
@@ -256,8 +278,9 @@ def _line_problem(obj, kind) -> str | None:
 class _Lines:
     """The file's lines as JSON values, streamed; bad ones counted."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, skip: bytes = b""):
         self.path = path
+        self._skip = skip  # lines starting so are not parsed
         self.skipped = 0
         self.problems: list[str] = []
         self.n = 0
@@ -284,7 +307,7 @@ class _Lines:
                 if line is False:
                     self.bad(f"longer than {MAX_LINE_BYTES // 2**20} MiB")
                     continue
-                if not line.strip():
+                if not line.strip() or (self._skip and line.startswith(self._skip)):
                     continue
                 try:
                     obj = json.loads(line)

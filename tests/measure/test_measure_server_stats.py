@@ -142,3 +142,19 @@ def test_a_llamacpp_log_gives_each_request_its_own_decode_rate_and_accept_len(sc
         assert g["accept_len"]["mean"] == pytest.approx(3.0)
         assert "server_gen_tok_s" not in g
     assert_summary_reproduced(m.run_file)
+
+
+def test_show_gives_the_same_figures_from_a_file_and_from_a_pipe(stats_run):
+    """From a file, show reads the server samples a second time instead of holding them;
+    from a pipe it must hold them: both ways give one summary, the run's own."""
+    import subprocess
+    import sys
+
+    summary, out = stats_run
+    cmd = [sys.executable, "-m", "decodescope", "show", "--json"]
+    from_file = json.loads(subprocess.run([*cmd, str(out)], capture_output=True, check=True).stdout)
+    piped = subprocess.run([*cmd, "/dev/stdin"], input=out.read_bytes(), capture_output=True, check=True).stdout
+    from_pipe = json.loads(piped)
+    assert from_file["suites"][0]["accept_len"]["n"] > 0, "server samples must count"
+    assert {k: v for k, v in from_file.items() if k != "run_file"} == {k: v for k, v in from_pipe.items() if k != "run_file"}
+    assert_summary_reproduced(out)

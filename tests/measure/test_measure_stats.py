@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from decodescope.measure.client import RequestResult
+from decodescope.measure.spread import EXACT_MAX, Spread
 from decodescope.measure.stats import distribution, summarize
 from decodescope.measure.watch import sample
 
@@ -164,3 +165,29 @@ def test_the_clients_round_estimate_appears_when_chunks_are_rounds(chunk_tokens,
     (g,) = summarize([r], [])["suites"]
     assert {k: g[k] for k in ("client_accept_len", "client_round_ms") if k in g} == pytest.approx(want)
     assert g["tokens_per_chunk"]["mean"] == pytest.approx(sum(chunk_tokens) / 5)
+
+
+def test_past_exact_max_percentiles_come_from_1_us_bins():
+    # 0.0003, 1.0003, ..., 20000.0003 µs... in ms: i/1000 + 0.0003 for i in 0..20000, 20,001 values
+    # (past EXACT_MAX). Sorted rank i holds i/1000 + 0.0003; its 1 µs bin's centre is i/1000.
+    # p50: pos 20000 * 0.5 = 10000 -> bin 10.000 (true 10.0003: off by 0.3 µs, under half a bin);
+    # p90: pos 18000 -> 18.0; p99: pos 19800 -> 19.8. min, max: exact (0.0003, 20.0003).
+    # mean: exact, 10.0 + 0.0003 = 10.0003 (the mean of 0..20 in 1 µs steps is 10).
+    values = [i / 1000 + 0.0003 for i in range(20_001)]
+    assert len(values) > EXACT_MAX
+    s = Spread()
+    for chunk in (values[:5000], values[5000:], []):  # fed in pieces, as requests come
+        s.extend(reversed(chunk))
+    want = {"n": 20_001, "mean": 10.0003, "p50": 10.0, "p90": 18.0, "p99": 19.8, "min": 0.0003, "max": 20.0003}
+    assert s.result() == pytest.approx(want, abs=1e-9)
+
+
+def test_past_exact_max_counts_stay_exact_and_memory_follows_the_bins():
+    # 30,000 chunk sizes, 10,000 each of 1, 2 and 3 tokens: sorted ranks 0-9999 are 1,
+    # 10000-19999 are 2, 20000-29999 are 3. p50: pos 29999 * 0.5 = 14999.5 -> 2 and 2 -> 2;
+    # p90: pos 26999.1 -> 3; p99 -> 3; mean (10000 * 6) / 30000 = 2.
+    s = Spread()
+    for _ in range(10_000):
+        s.extend([1, 2, 3])
+    assert s.result() == {"n": 30_000, "mean": 2.0, "p50": 2.0, "p90": 3.0, "p99": 3.0, "min": 1, "max": 3}
+    assert len(s._bins) == 3, "three distinct values: three bins, not 30,000 values"

@@ -5,6 +5,7 @@ at all is one clear error; memory does not follow the file's size."""
 import gzip
 import json
 import os
+import random
 import threading
 
 import pytest
@@ -142,3 +143,61 @@ def test_show_memory_does_not_follow_the_file_size(real_run, tmp_path):
     assert code == 0, stderr
     # one line at a time: the largest line (1 MB) and its JSON, not the file
     assert big_mb - small_mb < 30, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"
+
+
+def test_show_memory_stays_flat_with_many_gaps(real_run, tmp_path):
+    """50 MB of realistic requests (255 inter-chunk gaps each, spread over many distinct
+    values) take no more memory than a 3-request run: the summary is added up as the lines
+    stream in and the gaps counted in 1 µs bins."""
+    lines = real_run.read_text().splitlines()
+    rng = random.Random(0)
+    line = json.loads(request_line(real_run))
+    big = tmp_path / "gaps.jsonl"
+    with big.open("w") as f:
+        f.write(lines[0] + "\n")
+        for i in range(9200):  # ~5.5 KB a line
+            gaps = [rng.uniform(15.0, 45.0) for _ in range(255)]  # ms
+            f.write(json.dumps(line | {"itl_ms": gaps, "start_s": i, "end_s": i + 1, "output_tokens": 256}) + "\n")
+        f.write(lines[-1] + "\n")
+    assert big.stat().st_size > 50e6
+    code, stderr, small_mb, _ = run_cli(["show", str(real_run), "--json"], 60)
+    assert code == 0, stderr
+    code, stderr, big_mb, _ = run_cli(["show", str(big), "--json"], 120)
+    assert code == 0, stderr
+    # 30,000 distinct 1 µs bins (15-45 ms) x ~100 B a bin: ~3 MB, plus one line at a time
+    assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 135 MB
+
+
+def test_show_memory_stays_flat_with_many_server_samples(real_run, tmp_path):
+    """50 MB of server-log sample lines: they count for a suite only once every suite's
+    window is known, so show reads them a second time rather than holding them."""
+    lines = real_run.read_text().splitlines()
+    sample = {"type": "server_log", "window_s": 1.0, "accept_len": 3.0, "gen_tok_s": 55.0, "warmup": False}
+    big = tmp_path / "samples.jsonl"
+    with big.open("w") as f:
+        f.write("\n".join(lines[:-1]) + "\n")
+        for i in range(440_000):  # ~115 B a line
+            f.write(json.dumps(sample | {"time_s": i * 1e-3}) + "\n")
+        f.write(lines[-1] + "\n")
+    assert big.stat().st_size > 50e6
+    code, stderr, small_mb, _ = run_cli(["show", str(real_run), "--json"], 60)
+    assert code == 0, stderr
+    code, stderr, big_mb, _ = run_cli(["show", str(big), "--json"], 120)
+    assert code == 0, stderr
+    assert big_mb - small_mb < 25, f"{small_mb:.0f} MB -> {big_mb:.0f} MB"  # before: 36 -> 401 MB
+
+
+def test_names_without_end_are_not_held(real_run, tmp_path):
+    """A hostile file naming a new suite or error kind on every line: 1000 suites are
+    shown, the rest counted as skipped; past 20 error kinds a suite counts "other"."""
+    lines = real_run.read_text().splitlines()
+    path = tmp_path / "names.jsonl"
+    failed = [request_line(real_run, suite="x", warmup=False, ok=False, error_kind=f"kind{i}") for i in range(25)]
+    named = [request_line(real_run, suite=f"s{i}", warmup=False) for i in range(1200)]
+    path.write_text("\n".join([lines[0], *failed, *named, lines[-1]]) + "\n")
+    code, shown, stderr = show_json(path)
+    assert code == 0, stderr
+    assert len(shown["suites"]) == 1000 and shown["skipped_lines"] == 201, "x, s0..s998 shown; s999..s1199 not"
+    assert "more than 1000 suites and load levels" in shown["skipped_why"][0]
+    errors = shown["suites"][0]["errors"]
+    assert len(errors) == 21 and errors["other"] == 5, "kind0..kind19, then 5 more as other"
