@@ -80,13 +80,13 @@ def explain(ctx, args, log_file, segment, points, traces, target, as_markdown, h
     *run, model = args or (None,)
     if not (run or log_file or points):
         raise click.UsageError("give a run file, --log FILE or --points A:T,... to explain")
-    if not flags.get("gpu"):
-        raise click.UsageError("--gpu is required (e.g. --gpu rtx-a6000)")
     parts = ([inputs.from_run(run[0])] if run else []) + ([inputs.from_log(log_file, segment)] if log_file else [])
     parts += [inputs.from_points(points)] if points else []
     if log_file:  # after from_log, whose errors name a missing or unreadable log
         model, logged = log_deployment(ctx, log_file, model, {k: flags[k] for k in LOG_FLAGS})
         flags.update(logged)
+    if not flags.get("gpu"):
+        raise click.UsageError("--gpu is required (e.g. --gpu rtx-a6000), unless the log names the GPUs")
     if traces:
         from decodescope.explain.traced import from_trace
         parts.append(from_trace(list(traces)))

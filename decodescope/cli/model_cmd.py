@@ -50,10 +50,10 @@ def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, 
             click.echo(f"{name:28s} {p['file']}")
         return
     if from_log:
-        given = dict(tp=tp, pp=pp, ep=ep, weights=weights, kv=kv, spec=spec, engine=engine, accept=accept)
+        given = dict(gpu=gpu, tp=tp, pp=pp, ep=ep, weights=weights, kv=kv, spec=spec, engine=engine, accept=accept)
         model, given = log_deployment(ctx, from_log, model, given, with_accept=True)
-        tp, pp, ep, weights, kv, spec, engine, accept = (given[k] for k in ("tp", "pp", "ep", "weights", "kv", "spec",
-                                                                            "engine", "accept"))
+        gpu, tp, pp, ep, weights, kv, spec, engine, accept = (given[k] for k in ("gpu", "tp", "pp", "ep", "weights",
+                                                                                 "kv", "spec", "engine", "accept"))
     if not model or not gpu:
         raise click.UsageError("MODEL and --gpu are required (e.g. decodescope model llama-3.1-8b --gpu h100-sxm)")
     from decodescope.model import make_deployment, predict
@@ -74,7 +74,7 @@ def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, 
         print_prediction(p)
 
 
-LOG_FLAGS = ("tp", "pp", "ep", "weights", "kv", "spec", "engine")  # what a log's settings may set
+LOG_FLAGS = ("gpu", "tp", "pp", "ep", "weights", "kv", "spec", "engine")  # what a log's settings may set
 
 
 def log_deployment(ctx: click.Context, path: str, model: str | None, flags: dict, with_accept: bool = False):
@@ -115,7 +115,7 @@ def _log_accept(path: str) -> float | None:
     with open_lines(path) as lines:
         summary = scan_log(lines).summary()
     spread = summary.segments[-1].accept_len if summary.segments else summary.accept_len
-    return getattr(spread, "mean", spread)
+    return getattr(spread, "mean", spread)  # every window's acceptance counts, idle or not
 
 
 def _draft(model: str):

@@ -16,10 +16,25 @@ _SPEC = {SpecMethod.MTP: "mtp", SpecMethod.EAGLE: "eagle", SpecMethod.EAGLE3: "e
 
 
 def model_args(s: Settings) -> dict[str, object]:
-    """{model, tp, pp, ep, weights, kv, spec, engine}: the keys the log states, as `model` takes them."""
-    out = {"model": s.model, "tp": s.tp, "pp": s.pp, "ep": s.ep, "weights": _weights(s),
+    """{model, gpu, tp, pp, ep, weights, kv, spec, engine}: the keys the log states, as `model` takes them."""
+    out = {"model": s.model, "gpu": _gpu(s.gpus), "tp": s.tp, "pp": s.pp, "ep": s.ep, "weights": _weights(s),
            "kv": _kv(s.kv_cache_dtype), "spec": _spec(s), "engine": s.engine}
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _gpu(names: tuple[str, ...] | None) -> str | None:
+    """The GPU database id of the devices the log names (llama.cpp's ggml_cuda_init list),
+    when they all are one GPU the database knows; None otherwise (mixed or unknown cards)."""
+    from decodescope.errors import DecodescopeError
+    from decodescope.hardware import get_gpu
+
+    ids = set()
+    for name in names or ():
+        try:
+            ids.add(get_gpu(name).id)
+        except DecodescopeError:
+            return None
+    return ids.pop() if len(ids) == 1 else None
 
 
 def _weights(s: Settings) -> str | None:
