@@ -70,22 +70,36 @@ def pairs(text: str, lists: bool = False) -> dict:
     per-position rates are a comma-separated list inside a comma-separated line)."""
     fields = {}
     key = None
+    seen = _seen
     for part in text.split(", "):
         k, sep, v = part.partition(": ")
         if sep:
             key = k
-            # fast path for a bare number, most values; number() for units, %, bools
-            if v[-1:].isdigit():
-                try:
-                    fields[key] = float(v) if "." in v else int(v)
-                    continue
-                except ValueError:
-                    pass
-            fields[key] = number(v)
+            x = seen.get(v)  # values repeat line after line ("0.12", "True", "10")
+            if x is None:
+                x = _value(v)
+                if len(seen) >= _SEEN_MAX:
+                    seen.clear()
+                seen[v] = x
+            fields[key] = x
         elif lists and key is not None and part.strip():
             prev = fields[key]
             fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
     return fields
+
+
+_seen: dict = {}  # value text -> _value(text); never None, so .get() tells a miss
+_SEEN_MAX = 20_000  # entries (a few MB at most); cleared when full
+
+
+def _value(v: str):
+    # fast path for a bare number, most values; number() for units, %, bools
+    if v[-1:].isdigit():
+        try:
+            return float(v) if "." in v else int(v)
+        except ValueError:
+            pass
+    return number(v)
 
 
 _hour_epoch: dict[str, float] = {}
