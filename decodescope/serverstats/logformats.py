@@ -55,15 +55,22 @@ def parse_sglang(line: str) -> Parsed | None:
     if not rest.startswith((", ", ". ")):
         return None
     fields.update(pairs(rest[2:]))
+    # type() in _NUMBER is is_num() for what pairs() returns (int, float, bool, str), quicker
     gen = fields.get("gen throughput (token/s)")
-    gen = gen if is_num(gen) else None
-    if kind == "decode" and gen is None:
-        return None
+    if type(gen) not in _NUMBER:
+        if kind == "decode":
+            return None
+        gen = None
     accept = fields.get("accept len") if kind == "decode" else None
+    if type(accept) not in _NUMBER:
+        accept = None
     running = fields.get("#running-req")
-    checked(running if is_num(running) else None, accept if is_num(accept) else None, gen)
+    checked(running if type(running) in _NUMBER else None, accept, gen)
     m = _SGL_PREFIX.search(line, 0, at)
-    return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept if is_num(accept) else None, gen)
+    return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept, gen)
+
+
+_NUMBER = (int, float)
 
 
 def sglang_facts(line: str) -> tuple | None:

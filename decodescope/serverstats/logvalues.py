@@ -68,27 +68,39 @@ def pairs(text: str, lists: bool = False) -> dict:
     ': ', the last piece of a key wins. A piece without ': ' is dropped, or with `lists`
     continues the previous value: 'c: 0.8, 0.6' -> {'c': [0.8, 0.6]} (vLLM's
     per-position rates are a comma-separated list inside a comma-separated line)."""
+    if not lists:  # the common case, in one comprehension; a cached value is reused
+        get = _seen.get
+        return {
+            k: x if (x := get(v, _MISS)) is not _MISS else _remember(v)
+            for k, sep, v in [part.partition(": ") for part in text.split(", ")]
+            if sep
+        }
     fields = {}
     key = None
-    seen = _seen
     for part in text.split(", "):
         k, sep, v = part.partition(": ")
         if sep:
             key = k
-            x = seen.get(v)  # values repeat line after line ("0.12", "True", "10")
-            if x is None:
-                x = _value(v)
-                if len(seen) >= _SEEN_MAX:
-                    seen.clear()
-                seen[v] = x
-            fields[key] = x
-        elif lists and key is not None and part.strip():
+            fields[key] = _remember(v)
+        elif key is not None and part.strip():
             prev = fields[key]
             fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
     return fields
 
 
-_seen: dict = {}  # value text -> _value(text); never None, so .get() tells a miss
+def _remember(v: str):
+    """_value(v), kept: values repeat line after line ("0.12", "True", "10")."""
+    x = _seen.get(v, _MISS)
+    if x is _MISS:
+        x = _value(v)
+        if len(_seen) >= _SEEN_MAX:
+            _seen.clear()
+        _seen[v] = x
+    return x
+
+
+_MISS = object()
+_seen: dict = {}  # value text -> _value(text)
 _SEEN_MAX = 20_000  # entries (a few MB at most); cleared when full
 
 
