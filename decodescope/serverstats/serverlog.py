@@ -50,30 +50,47 @@ class LogRecord:
     process: str | None = None  # server process id from the line (vLLM "pid=", llama.cpp "[pid]")
 
     def to_dict(self) -> dict:
-        return self._dict({k: _json_safe(v) for k, v in self.fields.items()})
+        fields = {k: _json_safe(v) for k, v in self.fields.items()}
+        return _record_dict(self.kind, self.engine, self.line_no, self.time_s, self.rank, self.accept_len,
+                            self.gen_tok_s, self.warmup, self.process, fields)
 
     def to_json(self, warmup: bool | None = None, line_no: int | None = None) -> bytes:
-        """to_dict() as JSON (with this warm-up flag and line number, when given), quicker:
-        orjson writes NaN / inf as null as to_dict does; an integer beyond 64 bits (a
-        400-digit count in some field) takes the slow path."""
-        try:
-            return orjson.dumps(self._dict(self.fields, warmup, line_no))
-        except orjson.JSONEncodeError:
-            return json.dumps(self._dict({k: _json_safe(v) for k, v in self.fields.items()}, warmup, line_no)).encode()
+        """to_dict() as JSON (with this warm-up flag and line number, when given), quicker."""
+        return record_json(
+            self.kind, self.engine, self.line_no if line_no is None else line_no, self.time_s, self.rank,
+            self.accept_len, self.gen_tok_s, self.warmup if warmup is None else warmup, self.process, self.fields,
+        )
 
-    def _dict(self, fields: dict, warmup: bool | None = None, line_no: int | None = None) -> dict:
-        return {
-            "kind": self.kind,
-            "engine": self.engine,
-            "line_no": self.line_no if line_no is None else line_no,
-            "time_s": self.time_s,
-            "rank": self.rank,
-            "accept_len": _json_safe(self.accept_len),
-            "gen_tok_s": _json_safe(self.gen_tok_s),
-            "warmup": self.warmup if warmup is None else warmup,
-            "process": self.process,
+
+def _record_dict(kind, engine, line_no, time_s, rank, accept_len, gen_tok_s, warmup, process, fields) -> dict:
+    return {
+        "kind": kind,
+        "engine": engine,
+        "line_no": line_no,
+        "time_s": time_s,
+        "rank": rank,
+        "accept_len": _json_safe(accept_len),
+        "gen_tok_s": _json_safe(gen_tok_s),
+        "warmup": warmup,
+        "process": process,
+        "fields": fields,
+    }
+
+
+def record_json(kind, engine, line_no, time_s, rank, accept_len, gen_tok_s, warmup, process, fields) -> bytes:
+    """One record's JSON, as LogRecord.to_dict() would serialise: orjson writes NaN / inf
+    as null as to_dict does; an integer beyond 64 bits (a 400-digit count in some field)
+    takes the slow path."""
+    try:
+        return orjson.dumps({
+            "kind": kind, "engine": engine, "line_no": line_no, "time_s": time_s, "rank": rank,
+            "accept_len": accept_len, "gen_tok_s": gen_tok_s, "warmup": warmup, "process": process,
             "fields": fields,
-        }
+        })
+    except orjson.JSONEncodeError:
+        safe = {k: _json_safe(v) for k, v in fields.items()}
+        return json.dumps(_record_dict(kind, engine, line_no, time_s, rank, accept_len, gen_tok_s, warmup,
+                                       process, safe)).encode()
 
 
 @dataclass(frozen=True)
@@ -145,6 +162,16 @@ class LogReader:
 
     def record(self, line: str, line_no: int = 0) -> LogRecord | None:
         """One line -> its record or None; fixes the engine at the first recognised line."""
+        pa = self.parsed(line)
+        if pa is None:
+            return None
+        p, accept = pa
+        return LogRecord(
+            p.kind, self.engine, p.time_s, p.rank, p.fields, accept, p.gen_tok_s, False, line_no, p.process
+        )
+
+    def parsed(self, line: str):
+        """record() without the record: (Parsed, accept length) or None."""
         if isinstance(line, bytes):
             line = line.decode("utf-8", "replace")
         try:
@@ -154,12 +181,7 @@ class LogReader:
             return None
         if p is None:
             return None
-        accept = p.accept_len
-        if self.engine == "llamacpp":
-            accept = self._llamacpp_accept(p)
-        return LogRecord(
-            p.kind, self.engine, p.time_s, p.rank, p.fields, accept, p.gen_tok_s, False, line_no, p.process
-        )
+        return p, self._llamacpp_accept(p) if self.engine == "llamacpp" else p.accept_len
 
     def _parsed(self, line: str):
         engines = ENGINES if self.engine is None else (self.engine,)
@@ -256,15 +278,30 @@ def write_records(out, lines: Iterable[str], engine, year, limits: list, join=No
     tagger = WindowTagger(join is not None)
     offset = join.line_offset if join is not None else 0
     deferred, write, n = tagger.deferred, out.write, 0
-    for rec in LogReader(lines, engine, year):
-        tag = tagger.tag(rec)
+    reader = LogReader((), engine, year)
+    parsed, tag_facts = reader.parsed, tagger.tag_facts
+    for line_no, line in enumerate(lines, 1):
+        pa = parsed(line)
+        if pa is None:
+            continue
+        # what tagger.tag(record) reads (running_of, clock_of), without building the record
+        p, accept = pa
+        fields = p.fields
+        running = fields.get("#running-req", fields.get("Running"))
+        clock = p.time_s if p.time_s is not None else fields.get("log_elapsed_s")
+        tag = tag_facts(p.kind, (reader.engine, p.rank), running if type(running) in _NUMBER else None, accept,
+                        p.gen_tok_s, clock, p.process, line_no, fields.get("speculative"))
         if join is not None:
             tag = resolve(tag, join, deferred)
         warm = tag is not None and is_warm(tag, limits[tag[0]])
         write(b",\n" if n else b"\n")
-        write(rec.to_json(warm, rec.line_no + offset))
+        write(record_json(p.kind, reader.engine, line_no + offset, p.time_s, p.rank, accept, p.gen_tok_s, warm,
+                          p.process, fields))
         n += 1
     return n
+
+
+_NUMBER = (int, float)  # type() in it: logsegment.running_of's test for what pairs() returns
 
 
 def _json_safe(v):
