@@ -184,6 +184,9 @@ class LogReader:
         return p, self._llamacpp_accept(p) if self.engine == "llamacpp" else p.accept_len
 
     def _parsed(self, line: str):
+        if self.engine == "sglang":  # the common case, straight to its parser
+            p = logformats.parse_sglang(line)
+            return p if p is not None else logformats.parse_startup(line, "sglang")
         engines = ENGINES if self.engine is None else (self.engine,)
         for name in engines:
             p = _parse(name, line, self.year)
