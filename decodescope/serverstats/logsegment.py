@@ -172,7 +172,11 @@ class WindowTagger:
                   line_no=0, speculative=None):
         seg = self.segments[-1]
         accept_on = (accept_len is not None) if kind == "decode" and series[0] == "sglang" else None
-        if (kind == "startup" or seg.first_line is None or seg.first is not None
+        first = seg.first  # CONTINUES: note() while a first value is still to be learnt
+        if (kind == "startup" or seg.first_line is None
+                or (first is not None and ((first[0] is None and process is not None)
+                                           or (first[1] is None and time_s is not None)
+                                           or (first[2] is None and accept_on is not None)))
                 or (process is not None and process != seg.process)
                 or (time_s is not None and seg.last_time is not None and time_s < seg.last_time - CLOCK_SLACK_S)
                 or (accept_on is not None and accept_on is not seg.accept_on)):
