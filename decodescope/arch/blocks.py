@@ -5,7 +5,7 @@ GPUs: how a tensor splits under tensor parallelism is only *named* here (`shard`
 applied in decodescope.model."""
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from math import prod
 
 # How tensor parallelism splits a tensor:
@@ -25,7 +25,7 @@ class Tensor:
     experts: int = 1  # >1: a stack of routed experts, each of `shape`
     kv_heads: int = 0  # for shard "kv": the number of KV heads the out dim holds
 
-    @property
+    @cached_property  # read ~10k times a run; frozen fields, so it cannot go stale
     def params(self) -> int:
         return prod(self.shape) * self.experts
 
