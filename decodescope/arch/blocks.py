@@ -29,6 +29,13 @@ class Tensor:
     def params(self) -> int:
         return prod(self.shape) * self.experts
 
+    def __hash__(self) -> int:  # a cache key thousands of times a run (WeightFormat.tensor_format)
+        return self._hash
+
+    @cached_property  # equal tensors have equal fields, so equal hashes even if a field is left out here
+    def _hash(self) -> int:
+        return hash((self.name, self.shape, self.shard, self.linear, self.experts, self.kv_heads))
+
 
 def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
     ts = [Tensor(name, (out_f, in_f), shard, **kw)]
