@@ -5,7 +5,7 @@ GPUs: how a tensor splits under tensor parallelism is only *named* here (`shard`
 applied in decodescope.model."""
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from math import prod
 
 # How tensor parallelism splits a tensor:
@@ -25,16 +25,19 @@ class Tensor:
     experts: int = 1  # >1: a stack of routed experts, each of `shape`
     kv_heads: int = 0  # for shard "kv": the number of KV heads the out dim holds
 
-    @cached_property  # read ~10k times a run; frozen fields, so it cannot go stale
+    def __post_init__(self):
+        # read thousands of times a run (params, and the hash as a cache key); set here, not
+        # cached on first use: writing into __dict__ later slows every attribute read in 3.11
+        object.__setattr__(self, "_params", prod(self.shape) * self.experts)
+        object.__setattr__(self, "_hash", hash((self.name, self.shape, self.shard, self.linear, self.experts,
+                                                self.kv_heads)))
+
+    @property
     def params(self) -> int:
-        return prod(self.shape) * self.experts
+        return self._params
 
-    def __hash__(self) -> int:  # a cache key thousands of times a run (WeightFormat.tensor_format)
+    def __hash__(self) -> int:  # equal tensors have equal fields, hence equal hashes
         return self._hash
-
-    @cached_property  # equal tensors have equal fields, so equal hashes even if a field is left out here
-    def _hash(self) -> int:
-        return hash((self.name, self.shape, self.shard, self.linear, self.experts, self.kv_heads))
 
 
 def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
