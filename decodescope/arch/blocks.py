@@ -25,9 +25,19 @@ class Tensor:
     experts: int = 1  # >1: a stack of routed experts, each of `shape`
     kv_heads: int = 0  # for shard "kv": the number of KV heads the out dim holds
 
+    def __post_init__(self):
+        # read thousands of times a run (params, and the hash as a cache key); set here, not
+        # cached on first use: writing into __dict__ later slows every attribute read in 3.11
+        object.__setattr__(self, "_params", prod(self.shape) * self.experts)
+        object.__setattr__(self, "_hash", hash((self.name, self.shape, self.shard, self.linear, self.experts,
+                                                self.kv_heads)))
+
     @property
     def params(self) -> int:
-        return prod(self.shape) * self.experts
+        return self._params
+
+    def __hash__(self) -> int:  # equal tensors have equal fields, hence equal hashes
+        return self._hash
 
 
 def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:

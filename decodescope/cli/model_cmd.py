@@ -6,6 +6,7 @@ from dataclasses import replace
 import click
 
 from decodescope.arch import build_arch, load_config, presets
+from decodescope.hardware.spec import CPU
 
 
 @click.command()
@@ -63,8 +64,10 @@ def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, 
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
                         draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens,
                         tree=tree)
-    from decodescope.hardware.calibration import calibrate_deployment
-    d, measured = calibrate_deployment(d, calibration)
+    measured = ()
+    if calibration or d.gpu.id == CPU:  # importing the calibration module costs ~3 % of a run
+        from decodescope.hardware.calibration import calibrate_deployment
+        d, measured = calibrate_deployment(d, calibration)
     p = predict(arch, d, with_levers=True, max_positions=_max_positions(raw.data))
     p = replace(p, notes=p.notes + measured)
     if as_json:

@@ -10,10 +10,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from decodescope.errors import DecodescopeError
-from decodescope.hardware.spec import GPU
+from decodescope.hardware.spec import CPU, GPU
 
 SCHEMA = 1
-CPU = "cpu"  # the device id of the host CPU (gpus.toml [gpu.cpu]: no datasheet numbers)
 # engines that launch every kernel from Python (engines.toml: "eager PyTorch, no CUDA
 # graphs"): their kernel floor is the eager launch cost, the others' the in-graph one
 EAGER_ENGINES = ("transformers",)

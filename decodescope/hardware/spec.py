@@ -32,6 +32,8 @@ class GPU:
         raise KeyError(f"{self.id} has no tensor FLOP/s for {dtype}")
 
 
+CPU = "cpu"  # the device id of the host CPU (gpus.toml [gpu.cpu]: no datasheet numbers)
+
 # which dtype's math units run a given dtype's work when the part lacks it
 _WIDER = {
     "fp4": ("fp4", "fp8", "bf16", "fp16"),

@@ -35,6 +35,14 @@ class WeightFormat:
     kernel: str = ""  # engines.toml format_efficiency key of its kernels (default: name)
     source: str = ""
 
+    def __post_init__(self):  # the tensor_format cache hashes the format per tensor per estimate
+        object.__setattr__(self, "_hash", hash((self.name, self.bits, self.head_bits, self.compute, self.scope,
+                                                self.per_tensor, self.ignore, self.mtp_bits, self.kernel,
+                                                self.source)))
+
+    def __hash__(self) -> int:  # equal formats have equal fields, hence equal hashes
+        return self._hash
+
     @property
     def base(self) -> TensorFormat:
         return TensorFormat(self.bits, self.kernel or self.name, self.compute)

@@ -175,9 +175,11 @@ def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft:
     return Estimate(round_ms, tok_s, tok_s * d.batch, breakdown, _bound(verify + drafts, host))
 
 
+_BOUND_NAMES = {"memory": "memory", "compute": "compute", "comm": "communication", "fixed": "latency"}  # Op.bound -> round bound
+
+
 def _bound(ops: list[Op], host_ms: float) -> str:
     t = {"memory": 0.0, "compute": 0.0, "communication": 0.0, "latency": 0.0, "host": host_ms / 1e3}
     for op in ops:
-        key = {"comm": "communication", "fixed": "latency"}.get(op.bound, op.bound)
-        t[key] += op.time_s
+        t[_BOUND_NAMES[op.bound]] += op.time_s
     return max(t, key=t.get)
