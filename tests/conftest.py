@@ -216,3 +216,13 @@ def run_cli(args: list[str], limit_s: float, env: dict | None = None) -> tuple[i
     stderr, _, peak_kb = stderr.rpartition("\nPEAK_KB ")
     peak_mb = int(peak_kb) / 1024 if peak_kb.strip().isdigit() else float("inf")  # none: killed
     return proc.returncode, stderr, peak_mb, time.monotonic() - t0
+
+
+@pytest.fixture(scope="session")
+def hostile(tmp_path_factory):
+    """tests/hostile_server.py: a server that attacks its client, one case per path."""
+    port = free_port()
+    cmd = [sys.executable, str(ROOT / "tests" / "hostile_server.py"), "--port", str(port)]
+    proc = start(cmd, f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("hostile") / "out.txt", 30)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)

@@ -6,12 +6,10 @@ import asyncio
 import re
 import socket
 import statistics
-import sys
 import time
 
 import aiohttp
 import pytest
-from conftest import ROOT, free_port, start, stop
 
 from decodescope.measure import arrival
 from decodescope.measure.arrival import new_event_loop, read_stamped
@@ -145,15 +143,6 @@ def test_a_protocol_already_wrapped_falls_back_to_reading_in_the_coroutine(scrip
         return stamped, b"".join(chunks).count(b"t_ns")
 
     assert asyncio.run(nested()) == (False, 3)
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    port = free_port()
-    cmd = [sys.executable, str(ROOT / "tests" / "hostile_server.py"), "--port", str(port)]
-    proc = start(cmd, f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("hostile") / "out.txt", 30)
-    yield f"http://127.0.0.1:{port}"
-    stop(proc)
 
 
 async def read_hostile(url: str, case: str, stop_after_bytes: int = 1 << 62):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, free_port, run_cli, start, stop
+from conftest import run_cli
 
 from decodescope.measure.runfile import read_run
 
@@ -26,15 +26,6 @@ pytestmark = pytest.mark.server
 CANARY = "sk-canary-" + secrets.token_hex(8)
 ENV = {"OPENAI_API_KEY": CANARY}
 ONE = ("--suite", "code", "--requests", "1", "--warmup", "0", "--json", "--timeout", "5")
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    port = free_port()
-    cmd = [sys.executable, str(ROOT / "tests" / "hostile_server.py"), "--port", str(port)]
-    proc = start(cmd, f"http://127.0.0.1:{port}/health", tmp_path_factory.mktemp("hostile") / "out.txt", 30)
-    yield f"http://127.0.0.1:{port}"
-    stop(proc)
 
 
 @dataclass

@@ -4,17 +4,12 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-SEED = (
-    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, #full token: 115, full token usage: 0.00, "
-    "mamba num: 3, mamba usage: 0.06, accept len: 3.70, accept rate: 0.90, cuda graph: True, "
-    "gen throughput (token/s): 2.89, #queue-req: 0\n"
-    "[2026-05-12 00:05:37 TP0] Decode batch, #running-req: 1, #full token: 238, full token usage: 0.00, "
-    "mamba num: 3, mamba usage: 0.06, accept len: 3.08, accept rate: 0.69, cuda graph: True, "
-    "gen throughput (token/s): 55.59, #queue-req: 0\n"
-)
+# the reference case's two SGLang log lines, as shipped for `decodescope demo`
+SEED = (Path(__file__).resolve().parents[2] / "decodescope" / "explain" / "data" / "reference-sglang.log").read_text()
 
 VLLM = (
     "(APIServer pid=1) INFO 05-04 01:06:53 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "

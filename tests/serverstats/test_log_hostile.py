@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 import threading
 
 import pytest
@@ -17,14 +18,8 @@ from hypothesis import strategies as st
 from decodescope.serverstats.logscan import scan_log
 from decodescope.serverstats.serverlog import parse_line, parse_log
 
-SEED = (
-    "[2026-05-12 00:05:35 TP0] Decode batch, #running-req: 1, #full token: 115, full token usage: 0.00, "
-    "mamba num: 3, mamba usage: 0.06, accept len: 3.70, accept rate: 0.90, cuda graph: True, "
-    "gen throughput (token/s): 2.89, #queue-req: 0\n"
-    "[2026-05-12 00:05:37 TP0] Decode batch, #running-req: 1, #full token: 238, full token usage: 0.00, "
-    "mamba num: 3, mamba usage: 0.06, accept len: 3.08, accept rate: 0.69, cuda graph: True, "
-    "gen throughput (token/s): 55.59, #queue-req: 0\n"
-)
+# the reference case's two SGLang log lines, as shipped for `decodescope demo`
+SEED = (Path(__file__).resolve().parents[2] / "decodescope" / "explain" / "data" / "reference-sglang.log").read_text()
 STEADY = SEED.splitlines()[1]
 CMD = [sys.executable, "-m", "decodescope", "log"]
 
