@@ -65,6 +65,16 @@ def test_lm_head_is_replicated_and_quantized_by_gpt_fast_and_sharded_16_bit_by_v
         assert any(op.name == "logits gather" for op in ops) == gather
 
 
+def test_mlc_q4f16_1_quantizes_the_lm_head():
+    """MLC's q4f16_1 gives the LM head the linear layers' format (mlc-llm quantization
+    schemes: final_fc_weight="same_as_linear_weight"). Llama-2-7B on one GPU, int4-g32:
+    32000 x 4096 x (4 + 16/32) / 8 = 73,728,000 B, against 262,144,000 B at 16 bits."""
+    arch = load_arch("llama-2-7b")
+    d = make_deployment(arch, "rtx-3090-ti", weights="int4-g32", engine="mlc")
+    ops = verify_ops(arch, d, ceiling_rates(d))
+    assert next(op.bytes for op in ops if op.name == "lm_head") == pytest.approx(32000 * 4096 * 4.5 / 8)
+
+
 def test_eagle3_head_predicts_over_its_draft_vocabulary():
     """Without --draft the EAGLE-3 head's LM head is 32000 x 4096 (draft_vocab_size of
     yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), not the target's 128256: 262,144,000 B bf16."""
