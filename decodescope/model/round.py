@@ -165,10 +165,8 @@ def estimate(arch: Arch, d: Deployment, r: Rates, host_ms: float, host_ms_draft:
         dsum, scale = sum_ops(drafts).values(), steps / d.spec.k  # the draft runs on the last stage's GPUs
         parts["draft"] = Component("draft", scale * sum(c.ms for c in dsum), scale * sum(c.bytes for c in dsum),
                                    scale * sum(c.flops for c in dsum))
-    # n-gram drafts are a CPU lookup inside the scheduler step: no draft forward to launch;
-    # an engine that captures all draft steps in one CUDA graph launches them once a round
-    launches = 0.0 if d.spec.method == "ngram" or not drafts else 1.0 if d.engine.draft_graph_per_round else steps
-    host = host_ms + launches * host_ms_draft
+    # n-gram drafts are a CPU lookup inside the scheduler step: no draft forward to launch
+    host = host_ms + (0.0 if d.spec.method == "ngram" else steps * host_ms_draft)
     if host:
         parts["host"] = Component("host", host, 0.0, 0.0)
     breakdown = tuple(parts[c] for c in COMPONENTS if c in parts)
