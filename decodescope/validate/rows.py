@@ -12,6 +12,7 @@ from decodescope.arch import Arch, load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import Deployment, make_deployment, parse_format
 from decodescope.model.engines import EngineProfile
+from decodescope.model.deployment import check
 from decodescope.model.predict import estimates
 from decodescope.model.prefill import end_to_end
 
@@ -112,6 +113,11 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
                         spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
                         draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None,
                         same_tokens=_flag(dep.get("same_tokens", "")), tree=dep.get("tree") or None)
+    if (dep.get("split") or "") not in ("", "row"):
+        raise DecodescopeError(f"split '{dep['split']}' is neither row nor empty")
+    if dep.get("split") == "row":
+        d = replace(d, split_rows=True)
+        check(arch, d)
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     try:
@@ -144,8 +150,10 @@ def _flag(value: str) -> bool:
     if v not in ("", "yes", "no"):
         raise DecodescopeError(f"same_tokens '{value}' is neither yes, no nor empty")
     return v == "yes"
-# optional columns (an older file without them reads as empty): same_tokens, and tree
-# (TOPK:N, an EAGLE tree's topk and verified tokens as the source states them; empty: a chain)
+# optional columns (an older file without them, or a row that ends before them, reads as
+# empty): same_tokens; tree (TOPK:N, an EAGLE tree's topk and verified tokens as the source
+# states them; empty: a chain); split ("row": llama.cpp's row split over the tp GPUs, the
+# only multi-GPU mode of llama.cpp builds before January 2024; empty: as tp / pp say)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
