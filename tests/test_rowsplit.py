@@ -10,12 +10,12 @@ import pytest
 
 from decodescope.arch import load_arch
 from decodescope.errors import DecodescopeError
-from decodescope.model import make_deployment, predict
+from decodescope.model import get_engine, make_deployment, predict
 from decodescope.validate.rows import load_cases
 
 A100_PCIE_LINK = 31.5e9  # B/s per direction, gpus.toml a100-pcie-80gb (PCIe 4.0 x16)
 FLOOR = 6.7e-6  # s, engines.toml llamacpp kernel_floor_us
-ALPHA = 20e-6 * 6.0  # s: the pcie link's NCCL latency (gpus.toml) x llamacpp's allreduce_latency_scale
+PCIE_LATENCY = 20e-6  # s, gpus.toml interconnect.pcie nccl_latency_us
 
 
 def _row(n, **kw):
@@ -49,10 +49,11 @@ def test_latencies_and_launches_by_hand():
     (attention block 8, MLP 4) plus 3 per other GPU per matmul (copy in, matmul, copy out):
     n = 2: (12 + 7 x 3) x 32 + 4 (norm, head, sample) = 1,060; n = 4: (12 + 7 x 9) x 32 + 4 = 2,404."""
     two, four = _row(2), _row(4)
+    alpha = PCIE_LATENCY * get_engine("llamacpp").allreduce_latency_scale  # the profile's fitted scale
     assert _ms(two.expected, "kernels") == pytest.approx(1060 * FLOOR * 1e3, rel=1e-9)
     assert _ms(four.expected, "kernels") == pytest.approx(2404 * FLOOR * 1e3, rel=1e-9)
     wire_ms = _ms(two.ceiling, "allreduce") / 0.7  # the link's bw_efficiency (gpus.toml pcie)
-    assert _ms(two.expected, "allreduce") == pytest.approx(449 * ALPHA * 1e3 + wire_ms, rel=1e-9)
+    assert _ms(two.expected, "allreduce") == pytest.approx(449 * alpha * 1e3 + wire_ms, rel=1e-9)
 
 
 def test_main_gpu_reads_the_whole_kv_cache():
