@@ -27,7 +27,8 @@ class Compare(Enum):
     PER_USER = "per_user"  # one request's tokens over the decode time
     TOTAL = "total"  # all requests' tokens over the decode time
     # all requests' tokens over the whole generation of a static batch, its context pass
-    # included (public.csv input_len / output_len give the prompt and output lengths)
+    # included (public.csv input_len / output_len give the prompt and output lengths; the
+    # row's `context` column is not used: the decode context grows from input to input + output)
     END_TO_END = "end_to_end"
 
 
