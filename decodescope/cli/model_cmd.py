@@ -35,6 +35,11 @@ from decodescope.hardware.spec import CPU
               help="all requests decode the same token at each step, as benchmarks that feed one token id "
                    "to every sequence do: a MoE layer then reads the experts of one request "
                    "(KV cache and state are still per request)")
+@click.option("--split-mode", "split_rows", type=click.Choice(["tensor", "row"]), default="tensor", show_default=True,
+              callback=lambda ctx, param, value: value == "row",
+              help="how the --tp GPUs share each weight matrix: tensor (tensor parallel, an allreduce after each "
+                   "block) or row (llama.cpp --split-mode row, its only multi-GPU mode before January 2024: "
+                   "the main GPU holds the KV cache and gathers every matmul's output)")
 @click.option("--calibration", type=click.Path(dir_okay=False),
               help="calibration file (`decodescope calibrate`): measured numbers replace the engine profile's")
 @click.option("--from-log", "from_log", type=click.Path(dir_okay=False),
@@ -44,7 +49,7 @@ from decodescope.hardware.spec import CPU
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
 @click.pass_context
 def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine,
-          link, same_tokens, calibration, from_log, as_json, list_presets):
+          link, same_tokens, split_rows, calibration, from_log, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
@@ -63,7 +68,7 @@ def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, 
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
                         draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens,
-                        tree=tree)
+                        tree=tree, split_rows=split_rows)
     measured = ()
     if calibration or d.gpu.id == CPU:  # importing the calibration module costs ~3 % of a run
         from decodescope.hardware.calibration import calibrate_deployment

@@ -13,7 +13,7 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
                     weights: str | None = None, kv: str | None = None, batch: int = 1, context: int = 1024,
                     spec: str = "none", accept: float | None = None, draft: Arch | None = None,
                     engine: str = "generic", link: str | None = None, same_tokens: bool = False,
-                    tree: str | None = None) -> Deployment:
+                    tree: str | None = None, split_rows: bool = False) -> Deployment:
     """A Deployment from command-line style values; defaults as `decodescope model`."""
     if gpus is not None and gpus != tp * pp:
         raise DecodescopeError(f"--gpus {gpus} is not --tp {tp} x --pp {pp}",
@@ -28,7 +28,8 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
     e = get_engine(engine)
     return Deployment(gpu=g, link=get_interconnect(link_id), weights=engine_format(fmt, e), engine=e,
                       tp=tp, pp=pp, ep=ep, kv_dtype=kv_dtype, batch=batch, context=context,
-                      spec=parse_spec(spec, accept, tree), draft=draft, same_tokens=same_tokens)
+                      spec=parse_spec(spec, accept, tree), draft=draft, same_tokens=same_tokens,
+                      split_rows=split_rows)
 
 
 def _config_kv(arch: Arch) -> str:

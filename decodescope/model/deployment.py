@@ -135,6 +135,9 @@ class Deployment:
     # to all sequences): a MoE layer routes them alike and reads the experts of one request;
     # KV cache and recurrent state are still read per request
     same_tokens: bool = False
+    # llama.cpp --split-mode row: every weight matrix split by rows over the tp GPUs, the
+    # KV cache and all other ops on the main GPU, two exchanges per matmul (model/rowsplit.py)
+    split_rows: bool = False
 
     @property
     def gpus(self) -> int:
@@ -153,7 +156,7 @@ class Deployment:
                 "link": self.link.id, "weights": self.weights.to_dict(), "kv": self.kv_dtype,
                 "batch": self.batch, "context": self.context, "spec": self.spec.to_dict(),
                 "draft": self.draft.name if self.draft else None, "engine": self.engine.id,
-                "same_tokens": self.same_tokens}
+                "same_tokens": self.same_tokens, "split_rows": self.split_rows}
 
 
 def check(arch: Arch, d: Deployment) -> None:
@@ -161,6 +164,8 @@ def check(arch: Arch, d: Deployment) -> None:
     not dividing TP or on a dense model, GPUs the link cannot join, a foreign draft."""
     _check_sizes(d)
     _check_link(d)
+    if d.split_rows:
+        _check_row_split(arch, d)
     if d.tp % d.ep:
         raise DecodescopeError(f"--ep {d.ep} must divide --tp {d.tp}",
                                "experts are split over ep of the tp GPUs of a stage")
@@ -222,3 +227,17 @@ def _head_counts(mixer):
     names = ("num_attention_heads", "num_key_value_heads", "linear_num_key_heads",
              "linear_num_value_heads", "mamba_num_heads")
     return [(n, getattr(mixer, n)) for n in names if mixer is not None and hasattr(mixer, n)]
+
+
+def _check_row_split(arch: Arch, d: Deployment) -> None:
+    """llama.cpp splits 2-D weight matrices by rows over the GPUs of one stage; expert
+    tensors (3-D) cannot be split (ggml_cuda_op_mul_mat asserts `!(split && ne02 > 1)`)."""
+    if "row" not in d.engine.splits:
+        raise DecodescopeError(f"--split-mode row is llama.cpp's; engine {d.engine.id} does not split by rows",
+                               "use --engine llamacpp, or --tp N for tensor parallelism")
+    if d.tp < 2 or d.pp > 1:
+        raise DecodescopeError(f"--split-mode row splits each matrix over --tp GPUs (tp {d.tp}, pp {d.pp})",
+                               "give the GPU count as --tp N (N >= 2) and leave --pp at 1")
+    if arch.is_moe:
+        raise DecodescopeError(f"--split-mode row: llama.cpp cannot split the expert tensors of {arch.name}",
+                               "use the layer split (--pp N)")

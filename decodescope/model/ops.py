@@ -139,10 +139,15 @@ def state_op(mixer: GatedDeltaNet | Mamba2, d: Deployment, batch: int, tokens_pe
     return _roofline("state", "recurrent state", nbytes, flops, r.bw, r.flops["bf16"])
 
 
+def link_time_s(r: Rates, wire_bytes: float, exchanges: int = 1) -> float:
+    """Seconds of `exchanges` latency-bound transfers between GPUs carrying `wire_bytes`
+    over one GPU's link in all: exchanges x alpha + bytes / link bandwidth."""
+    return exchanges * r.allreduce_alpha_s + wire_bytes / r.link_bw
+
+
 def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
     """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth."""
-    t = r.allreduce_alpha_s + 2 * (n - 1) / n * msg_bytes / r.link_bw
-    return Op("allreduce", name, msg_bytes, 0.0, t, "comm")
+    return Op("allreduce", name, msg_bytes, 0.0, link_time_s(r, 2 * (n - 1) / n * msg_bytes), "comm")
 
 
 _UNIQUE: dict[int, tuple] = {}
@@ -170,6 +175,9 @@ def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, ba
 
 def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens_per_req: int,
               r: Rates, mtp: bool = False) -> list[Op]:
+    if d.split_rows:  # llama.cpp's row split: its own exchanges, attention on the main GPU
+        from decodescope.model.rowsplit import row_split_layer_ops
+        return row_split_layer_ops(layer, fmt, d, batch, tokens_per_req, r)
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
@@ -203,7 +211,7 @@ def lm_head(arch: Arch, d: Deployment, vocab: int | None = None) -> Tensor:
 def embedding_ops(arch: Arch, d: Deployment, tokens: int, r: Rates) -> list[Op]:
     """A vocab-parallel embedding looks each token up on the rank that holds its row and
     allreduces the [tokens, hidden] result: one allreduce per forward pass."""
-    if d.tp == 1 or d.engine.lm_head_shard != "vocab":
+    if d.tp == 1 or d.engine.lm_head_shard != "vocab" or d.split_rows:  # a row split reduces nothing
         return []
     return [allreduce_op("embedding allreduce", tokens * arch.hidden_size * ACT_BYTES, d.tp, r)]
 
@@ -216,8 +224,7 @@ def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_pe
     ops = weight_ops([arch.final_norm, head], None, fmt, d, tokens, r)
     if d.tp > 1 and head.shard == "vocab":
         msg = tokens * head.shape[0] * ACT_BYTES  # the gathered logits
-        t = r.allreduce_alpha_s + (d.tp - 1) / d.tp * msg / r.link_bw
-        ops.append(Op("allreduce", "logits gather", msg, 0.0, t, "comm"))
+        ops.append(Op("allreduce", "logits gather", msg, 0.0, link_time_s(r, (d.tp - 1) / d.tp * msg), "comm"))
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, 4 * r.kernel_floor_s, "fixed"))  # norm, head, sample
     return ops
 
@@ -225,5 +232,5 @@ def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_pe
 def pipeline_ops(arch: Arch, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> list[Op]:
     """Stages run one after another at decode: (pp-1) hand-offs of the hidden states."""
     msg = batch * tokens_per_req * arch.hidden_size * ACT_BYTES
-    return [Op("allreduce", "pipeline send", msg, 0.0, r.allreduce_alpha_s + msg / r.link_bw, "comm")
+    return [Op("allreduce", "pipeline send", msg, 0.0, link_time_s(r, msg), "comm")
             for _ in range(d.pp - 1)]

@@ -64,6 +64,9 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     """(seconds, why): the engines' one-shot custom allreduce needs P2P, and on PCIe
     vLLM / SGLang use it for 2 GPUs only; otherwise NCCL's latency applies."""
     link, g = d.link, d.gpu
+    if d.split_rows:
+        return link.nccl_latency_s, (f"row split: one event wait and one peer copy per exchange, no allreduce "
+                                     f"kernel: {link.nccl_latency_s * 1e6:g} us each (the link's NCCL latency)")
     if link.id.startswith("pcie") and (link.id == "pcie-sys" or not g.p2p or d.tp > 2):
         why = ("P2P is off between CPU sockets" if link.id == "pcie-sys" else
                f"{g.id} has no PCIe P2P" if not g.p2p else "more than 2 GPUs on PCIe")

@@ -99,6 +99,7 @@ def deployment_line(e: Explanation) -> str:
     d = e.prediction.deployment
     tree = f" tree {d.spec.topk}:{d.spec.tokens_per_verify}" if d.spec.topk > 1 else ""
     spec = f"spec {d.spec.method}:{d.spec.k}{tree}, accept {d.spec.accept_len:g}, " if d.spec.k else "no speculation, "
-    return (f"{d.gpus} x {d.gpu.name}, TP {d.tp}, PP {d.pp}, link {d.link.id}, weights {d.weights.name}, "
+    split = f"row split over {d.tp} GPUs" if d.split_rows else f"TP {d.tp}"
+    return (f"{d.gpus} x {d.gpu.name}, {split}, PP {d.pp}, link {d.link.id}, weights {d.weights.name}, "
             f"batch {d.batch}, context {d.context}, " + spec
             + f"engine {d.engine.id}")

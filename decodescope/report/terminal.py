@@ -45,7 +45,8 @@ def _describe(p: Prediction, t: _Text) -> str:
     spec = "no speculation" if not d.spec.k else f"{d.spec.method} {d.spec.k} steps, accept_len {d.spec.accept_len:g}"
     if d.spec.topk > 1:
         spec += f", tree of topk {d.spec.topk} verifying {d.spec.tokens_per_verify} tokens"
-    par = f"TP {d.tp}" + (f", PP {d.pp}" if d.pp > 1 else "") + (f", EP {d.ep}" if d.ep > 1 else "")
+    par = (f"row split over {d.tp} GPUs" if d.split_rows else f"TP {d.tp}") + (f", PP {d.pp}" if d.pp > 1 else "") \
+        + (f", EP {d.ep}" if d.ep > 1 else "")
     return (f"{t('bold', a.name)} ({a.source}): {a.params_total / 1e9:.2f} B params, "
             f"{a.params_active / 1e9:.2f} B active, {a.params_read_per_token / 1e9:.2f} B read per token\n"
             f"{d.gpus} x {d.gpu.name}, {par}, link {d.link.id}; weights {d.weights.name}, KV {d.kv_dtype}; "

@@ -5,18 +5,31 @@ skipped with its reason, never fatal."""
 
 import csv
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 
 from decodescope.arch import Arch, load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import Deployment, make_deployment, parse_format
 from decodescope.model.engines import EngineProfile
+from decodescope.model.deployment import check
 from decodescope.model.predict import estimates
+from decodescope.model.prefill import end_to_end
 
 DATA = Path(__file__).with_name("data")
 PUBLIC_COLUMNS = ("id", "value", "source_key")
 DEPLOYMENT_COLUMNS = ("id", "model", "gpu", "tp", "pp", "link", "weights", "kv", "engine", "batch", "context",
                       "spec", "accept", "draft", "draft_weights", "compare", "note")
+
+
+class Compare(Enum):
+    """What a published tok/s figure divides (deployments.csv `compare`)."""
+    PER_USER = "per_user"  # one request's tokens over the decode time
+    TOTAL = "total"  # all requests' tokens over the decode time
+    # all requests' tokens over the whole generation of a static batch, its context pass
+    # included (public.csv input_len / output_len give the prompt and output lengths; the
+    # row's `context` column is not used: the decode context grows from input to input + output)
+    END_TO_END = "end_to_end"
 
 
 @dataclass(frozen=True)
@@ -25,11 +38,13 @@ class Case:
     id: str
     source: str  # public.csv source_key: the rows of one publication
     measured: float  # tok/s as published
-    total: bool  # the figure is all requests together (else per user)
+    compare: Compare
     accept_known: bool  # False: speculative row without an accept length (ceiling check only)
     arch: Arch
     deployment: Deployment
     note: str
+    prompt: int = 0  # END_TO_END: tokens per prompt
+    output: int = 0  # END_TO_END: tokens generated per request
 
     @property
     def engine(self) -> str:
@@ -39,17 +54,26 @@ class Case:
     def tokens(self) -> float:
         """Tokens one round yields in the reported figure: accept length, times the batch for a total."""
         d = self.deployment
-        return d.spec.accept_len * (d.batch if self.total else 1)
+        return d.spec.accept_len * (1 if self.compare is Compare.PER_USER else d.batch)
 
     def expected_round_ms(self, profile: EngineProfile) -> float:
-        return estimates(self.arch, replace(self.deployment, engine=profile))[1].round_ms
+        """ms per round as the figure counts it: END_TO_END spreads the whole generation
+        over its `output` rounds of batch tokens each."""
+        d = replace(self.deployment, engine=profile)
+        if self.compare is Compare.END_TO_END:
+            e = end_to_end(self.arch, d, self.prompt, self.output)[1]
+            return (e.prefill_s + e.decode_s) * 1e3 / self.output
+        return estimates(self.arch, d)[1].round_ms
 
     def tok_s(self, profile: EngineProfile | None = None) -> tuple[float, float]:
         """(ceiling, expected) tok/s as the row reports them, expected with `profile`
         (default: the loaded one); the deployment itself is never changed."""
         d = self.deployment if profile is None else replace(self.deployment, engine=profile)
+        if self.compare is Compare.END_TO_END:
+            ceiling, expected = end_to_end(self.arch, d, self.prompt, self.output)
+            return ceiling.tok_s_total, expected.tok_s_total
         ceiling, expected = estimates(self.arch, d)
-        if self.total:
+        if self.compare is Compare.TOTAL:
             return ceiling.tok_s_total, expected.tok_s_total
         return ceiling.tok_s, expected.tok_s
 
@@ -90,12 +114,33 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
                         spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
                         draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None,
                         same_tokens=_flag(dep.get("same_tokens", "")), tree=dep.get("tree") or None)
+    if (dep.get("split") or "") not in ("", "row"):
+        raise DecodescopeError(f"split '{dep['split']}' is neither row nor empty")
+    if dep.get("split") == "row":
+        d = replace(d, split_rows=True)
+        check(arch, d)
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
-    if dep["compare"] not in ("total", "per_user"):
-        raise DecodescopeError(f"compare '{dep['compare']}' is neither per_user nor total")
-    return Case(pub["id"], pub["source_key"], float(pub["value"]), dep["compare"] == "total", known, arch, d,
-                dep["note"])
+    try:
+        compare = Compare(dep["compare"])
+    except ValueError:
+        raise DecodescopeError(f"compare '{dep['compare']}' is not one of {', '.join(c.value for c in Compare)}") from None
+    prompt, output = _lengths(pub) if compare is Compare.END_TO_END else (0, 0)
+    if compare is Compare.END_TO_END and d.spec.method != "none":
+        raise DecodescopeError("compare end_to_end is a static batch without speculative decoding")
+    return Case(pub["id"], pub["source_key"], float(pub["value"]), compare, known, arch, d, dep["note"], prompt, output)
+
+
+def _lengths(pub: dict) -> tuple[int, int]:
+    """public.csv input_len and output_len as token counts (end_to_end rows need both)."""
+    try:
+        prompt, output = int(pub.get("input_len", "")), int(pub.get("output_len", ""))
+    except ValueError:
+        raise DecodescopeError(f"compare end_to_end needs whole-number input_len and output_len, "
+                               f"got '{pub.get('input_len')}' and '{pub.get('output_len')}'") from None
+    if prompt < 1 or output < 1:
+        raise DecodescopeError(f"compare end_to_end needs input_len and output_len >= 1, got {prompt} and {output}")
+    return prompt, output
 
 
 def _flag(value: str) -> bool:
@@ -106,8 +151,10 @@ def _flag(value: str) -> bool:
     if v not in ("", "yes", "no"):
         raise DecodescopeError(f"same_tokens '{value}' is neither yes, no nor empty")
     return v == "yes"
-# optional columns (an older file without them reads as empty): same_tokens, and tree
-# (TOPK:N, an EAGLE tree's topk and verified tokens as the source states them; empty: a chain)
+# optional columns (an older file without them, or a row that ends before them, reads as
+# empty): same_tokens; tree (TOPK:N, an EAGLE tree's topk and verified tokens as the source
+# states them; empty: a chain); split ("row": llama.cpp's row split over the tp GPUs, the
+# only multi-GPU mode of llama.cpp builds before January 2024; empty: as tp / pp say)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:

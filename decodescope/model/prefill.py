@@ -1,0 +1,75 @@
+"""End-to-end throughput of a static batch: one context (prefill) pass over every prompt,
+then the decode steps at a growing context. Some benchmarks time the whole generation
+(TensorRT-LLM's gptSessionBenchmark times `session.generate()` from the prompts to the
+last token: https://github.com/NVIDIA/TensorRT-LLM/blob/027cd518e3b63809a5c5799187991e7f1164fb12/
+benchmarks/cpp/gptSessionBenchmark.cpp), so their tok/s = batch x output tokens / that time."""
+
+from dataclasses import dataclass, replace
+
+from decodescope.arch import MLA, Arch, Attention, MoE
+from decodescope.model.deployment import Deployment, check
+from decodescope.model.ops import (ACT_BYTES, Op, Rates, allreduce_op, embedding_ops, head_ops, layer_hidden,
+                                   pipeline_ops, unique_layers, weight_ops)
+from decodescope.model.predict import ceiling_rates, expected_rates
+from decodescope.model.round import estimate
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    prefill_s: float  # one context pass over batch x prompt tokens
+    decode_s: float  # the output - 1 decode steps after it (the context pass yields the first token)
+    tok_s_total: float  # batch x output tokens / (prefill_s + decode_s)
+
+
+def prefill_ops(arch: Arch, d: Deployment, r: Rates, prompt: int) -> list[Op]:
+    """One context pass over d.batch prompts of `prompt` tokens each. Every weight GEMM runs
+    over batch x prompt tokens (2 FLOP per parameter and token; at thousands of tokens the
+    roofline makes it compute-bound); causal attention: token i attends to i + 1 tokens,
+    on average (prompt + 1) / 2; the KV cache of the prompt is written once; the LM head
+    runs on each request's last token only (the first output token)."""
+    tokens = d.batch * prompt
+    ops = embedding_ops(arch, d, tokens, r)
+    for layer, n in unique_layers(arch.layers):
+        moe = layer.mlp if isinstance(layer.mlp, MoE) else None
+        layer_ops = weight_ops(layer.tensors(), moe, d.weights, d, tokens, r)
+        if isinstance(layer.mixer, (Attention, MLA)):
+            layer_ops.append(_causal_attention(layer.mixer, d, prompt, r))
+        if d.tp > 1:  # one allreduce after the mixer and one after the MLP, over every prompt token
+            msg = tokens * layer_hidden(layer) * ACT_BYTES
+            layer_ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
+                          for part in ("mixer", "mlp") if getattr(layer, part) is not None]
+        layer_ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
+        ops += [Op(o.component, o.name, o.bytes * n, o.flops * n, o.time_s * n, o.bound) for o in layer_ops]
+    return ops + head_ops(arch, d.weights, d, d.batch, 1, r) + pipeline_ops(arch, d, d.batch, prompt, r)
+
+
+def _causal_attention(mixer, d: Deployment, prompt: int, r: Rates) -> Op:
+    """QK^T and PV of every prompt token over its prefix (mean (prompt + 1) / 2 tokens), in
+    16-bit on the tensor cores, plus writing the prompt's KV cache once (bytes)."""
+    kv_heads = 1 if isinstance(mixer, MLA) else max(1, mixer.num_key_value_heads // d.tp)
+    nbytes = d.batch * mixer.kv_read_bytes(prompt, kv_heads, d.kv_bytes)
+    flops = d.batch * prompt * mixer.attention_flops_per_token(mixer.num_attention_heads / d.tp, (prompt + 1) / 2)
+    t_mem, t_comp = nbytes / r.bw, flops / r.flops["bf16"]
+    return Op("kv_cache", "prefill attention", nbytes, flops, max(t_mem, t_comp),
+              "compute" if t_comp > t_mem else "memory")
+
+
+def end_to_end(arch: Arch, d: Deployment, prompt: int, output: int) -> tuple[EndToEnd, EndToEnd]:
+    """(ceiling, expected) of a static batch of d.batch requests, `prompt` tokens in and
+    `output` tokens out each. Decode step j (1..output-1) attends to prompt + j tokens, so
+    its time is linear in j (KV bytes and attention FLOPs grow with the context; a sliding
+    window bends it once): Simpson's rule over the first, middle and last step."""
+    check(arch, d)
+    e = d.engine
+    out = []
+    for r, host_ms in ((ceiling_rates(d), 0.0), (expected_rates(d), e.host_ms_per_pass)):
+        prefill = sum(op.time_s for op in prefill_ops(arch, d, r, prompt)) + host_ms / 1e3
+        steps = output - 1
+        decode = 0.0
+        if steps:
+            first, last = prompt, prompt + steps - 1  # tokens already cached before the step
+            ends = [estimate(arch, replace(d, context=c), r, host_ms, 0.0).round_ms / 1e3
+                    for c in (first, (first + last) / 2, last)]
+            decode = steps * (ends[0] + 4 * ends[1] + ends[2]) / 6
+        out.append(EndToEnd(prefill, decode, d.batch * output / (prefill + decode)))
+    return out[0], out[1]
