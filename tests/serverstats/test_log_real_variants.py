@@ -96,6 +96,19 @@ def test_sglang_npu_accept_len_next_to_accept_rate():
     assert {r.rank for r in records("sglang_npu_ep_accept_rate.log")} == {"TP0 EP0"}
 
 
+def test_sglang_pd_decode_server_dp_ranks_in_one_second():
+    # sglang#17392 (PD decode server, DP attention + EP): DP0 1774.38 at 21, DP2 1392.52 at 20,
+    # DP3 1612.16 at 21 requests in the same second: server total 4779.06 tok/s, per rank
+    # 4779.06 / 3 = 1593.02, per request (84.494 + 69.626 + 76.770) / 3 = 76.963
+    s = summary("sglang_pd_decode_dp_ep.log")
+    assert (s.dp_ranks, s.gen_tok_s_total.mean) == (3, pytest.approx(4779.06))
+    assert s.gen_tok_s.mean == pytest.approx(4779.06 / 3)
+    assert s.gen_tok_s_per_req.mean == pytest.approx((1774.38 / 21 + 1392.52 / 20 + 1612.16 / 21) / 3)
+    recs = records("sglang_pd_decode_dp_ep.log")
+    assert [r.rank for r in recs] == ["DP0 TP0 EP0", "DP2 TP2 EP2", "DP3 TP3 EP3"]
+    assert {r.fields["#retracted-req"] for r in recs} == {0} and s.accept_len is None
+
+
 def test_sglang_cuda_graph_switching_on_mid_run():
     # sglang#13023: 8 windows, cuda graph False at 46 and 36 requests, True below;
     # sum 7149.52 tok/s -> 893.69 mean
@@ -216,7 +229,8 @@ NEW = ["vllm_docker_stamp.log", "vllm_idle_window_spec_mm.log", "vllm_dp_two_eng
        "sglang_no_rank_prefill_mix.log", "sglang_cuda_graph_switch.log", "sglang_npu_ep_accept_rate.log",
        "sglang_ray_actor_prefix.log", "sglang_custom_log_format.log", "sglang_time_only_swa.log",
        "llamacpp_n_decoded_progress.log", "llamacpp_graphs_reused_mean_len.log", "llamacpp_json_log_format.log",
-       "llamacpp_llama_swap_interleaved.log", "ollama_journalctl_inf_rate.log", "llamacpp_2024_info_tail.log"]
+       "llamacpp_llama_swap_interleaved.log", "ollama_journalctl_inf_rate.log", "llamacpp_2024_info_tail.log",
+       "sglang_pd_decode_dp_ep.log"]
 
 
 @pytest.mark.parametrize("name", NEW)
