@@ -219,6 +219,9 @@ def test_ollama_journal_eval_of_one_run_at_inf_tokens_per_second():
     assert s.gen_tok_s_per_req is None and s.rejected_lines == 0
     dec = [r for r in records("ollama_journalctl_inf_rate.log") if r.kind == "decode"]
     assert [(d.gen_tok_s, d.fields["tokens"], d.fields["time_ms"]) for d in dec] == [(None, 1, 0.0)]
+    p = subprocess.run([sys.executable, "-m", "decodescope", "log", str(LOGS / "ollama_journalctl_inf_rate.log")],
+                       capture_output=True, timeout=60, env=WIDE)
+    assert p.returncode == 0 and b"whose decode lines give no rate (1 decode, 1 prefill, 1 stats)" in p.stdout
 
 
 # ---------------------------------------------------------------- whole files, line ends, colours
