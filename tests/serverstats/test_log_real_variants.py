@@ -52,6 +52,46 @@ def test_two_dp_engines_logging_in_the_same_second():
     assert s.skipped_lines == 3  # the HTTP line and two EngineCore traceback lines
 
 
+def test_one_api_server_per_dp_engine_is_one_run_not_a_restart():
+    # vllm-ascend#12521: pid 95669 logs Engine 002 and pid 95673 Engine 004 in the same second,
+    # each with its own spec line: two DP ranks of one server, not two runs. Total 43.3 + 45.0
+    # = 88.3 tok/s; per engine and per request (1 each) 44.15; accept (2.87 + 2.98) / 2 = 2.925;
+    # round 2.925 / 44.15 = 66.25 ms
+    s = summary("vllm_dp_api_servers_interleaved.log")
+    assert len(s.segments) == 1 and s.dp_ranks == 2
+    assert s.gen_tok_s_total.mean == pytest.approx(88.3) and s.gen_tok_s_per_req.mean == pytest.approx(44.15)
+    assert s.accept_len.mean == pytest.approx(2.925)
+    assert s.round_ms == pytest.approx(1000 * 2.925 / 44.15)
+    # new processes are still a restart after a pause (club-3090#93's pid 1 on 05-07, then these
+    # on 07-20) or with a rank-less first line (vllm#43295's pid 5020 opens with a spec line)
+    three = summary("vllm_dflash_pid1.log", "vllm_dp_api_servers_interleaved.log", "vllm_mtp_pid5020.log")
+    assert [(g.first_line, g.reason.value) for g in three.segments] == [
+        (2, "log start"), (7, "process change"), (11, "process change")]
+    assert three.segments[1].gen_tok_s_total.mean == pytest.approx(88.3)
+
+
+def test_dp_engines_each_with_its_spec_line():
+    # vllm#24049: Engine 000, 001, 002 of one API server, each window ended idle (Running: 0):
+    # lower bounds, per engine (16.0 + 15.9 + 16.0) / 3 = 15.967; accept (1.77 + 2.80) / 2 = 2.285
+    s = summary("vllm_dp_spec_per_engine.log")
+    assert (s.dp_ranks, s.lower_bound) == (3, True)
+    assert s.gen_tok_s.mean == pytest.approx(47.9 / 3) and s.accept_len.mean == pytest.approx(2.285)
+    assert s.round_ms is None  # no window with requests still running: no per-request rate
+
+
+@pytest.mark.parametrize("cut", range(0, 15))
+def test_every_cut_of_interleaved_api_servers_joins_into_one_pass(cut):
+    from test_logscan import same
+
+    from decodescope.serverstats.logscan import scan_log
+
+    log = lines("vllm_dflash_pid1.log", "vllm_dp_api_servers_interleaved.log", "vllm_mtp_pid5020.log")
+    whole = parse_log(log, year=2025).summary
+    head = scan_log(log[:cut], "vllm", 2025)
+    head.scan.extend(scan_log(log[cut:], "vllm", 2025, continues=True).scan)
+    assert same(head.scan.summary("vllm", whole.skipped_lines, whole.rejected_lines), whole)
+
+
 def test_an_engine_001_with_spec_lines_and_new_fields():
     # vllm-ascend#11876: "Deferred" and "External prefix cache hit rate" fields are kept;
     # accept (1.92 + 1.90) / 2 = 1.91; the 5.9 tok/s window has Running: 0 (idle) so the
@@ -233,7 +273,7 @@ NEW = ["vllm_docker_stamp.log", "vllm_idle_window_spec_mm.log", "vllm_dp_two_eng
        "sglang_ray_actor_prefix.log", "sglang_custom_log_format.log", "sglang_time_only_swa.log",
        "llamacpp_n_decoded_progress.log", "llamacpp_graphs_reused_mean_len.log", "llamacpp_json_log_format.log",
        "llamacpp_llama_swap_interleaved.log", "ollama_journalctl_inf_rate.log", "llamacpp_2024_info_tail.log",
-       "sglang_pd_decode_dp_ep.log"]
+       "sglang_pd_decode_dp_ep.log", "vllm_dp_spec_per_engine.log", "vllm_dp_api_servers_interleaved.log"]
 
 
 @pytest.mark.parametrize("name", NEW)
