@@ -167,8 +167,9 @@ _VLLM_PREFIX = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] "
 )
 _VLLM_ENGINE = re.compile(r"(Engine \d+|\d+ Engines Aggregated): $")
-# also behind `docker logs --timestamps`' "2026-05-12T08:01:39.331095044Z "
-_VLLM_PID = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\((?:APIServer|ApiServer_\d+) pid=(\d+)\) ")
+# also "(APIServer_DP1 pid=N)" (one API server per DP rank, external load balancing) and
+# behind `docker logs --timestamps`' "2026-05-12T08:01:39.331095044Z "
+_VLLM_PID = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\((?:APIServer|ApiServer_\d+|APIServer_DP\d+) pid=(\d+)\) ")
 
 
 def parse_vllm(line: str, year: int) -> Parsed | None:

@@ -116,7 +116,8 @@ def test_an_external_lb_dp_api_server_line():
     # vllm#43222: "(APIServer_DP1 pid=N)" before an Engine 001 line that ended idle
     s = summary("vllm_apiserver_dp_prefix.log")
     assert (s.gen_tok_s.mean, s.lower_bound) == (2226.2, True)
-    assert records("vllm_apiserver_dp_prefix.log")[0].rank == "Engine 001"
+    rec = records("vllm_apiserver_dp_prefix.log")[0]
+    assert (rec.rank, rec.process) == ("Engine 001", "2646203")
 
 
 # ---------------------------------------------------------------- SGLang
