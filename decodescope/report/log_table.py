@@ -18,7 +18,9 @@ def print_log_summary(path: str, s: LogSummary, console: Console | None = None) 
     c = console or Console()
     if not s.windows:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.records.items()))
-        c.print(f"{path}: {s.engine} log without a decode line ({kinds}): no decode rate to report; "
+        # decode lines without a rate: llama.cpp's 0 ms eval prints "inf tokens per second"
+        what = "whose decode lines give no rate" if s.records.get("decode") else "without a decode line"
+        c.print(f"{path}: {s.engine} log {what} ({kinds}): no decode rate to report; "
                 "the server logs one per decode window (SGLang 'Decode batch', vLLM 'Avg generation "
                 "throughput', llama.cpp 'eval time')", highlight=False)
     else:

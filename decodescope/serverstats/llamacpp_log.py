@@ -14,6 +14,8 @@ from decodescope.serverstats.logvalues import Parsed, checked, count, number
 _NUM = r"(-?(?:\d+(?:\.\d*)?|nan|inf))"  # printf %f; a 0 ms phase prints "inf tokens per second"
 _LCPP_SLOT = re.compile(r"slot +\S+: +id +(\d+) \| task (-?\d+) \| ")
 _LCPP_OLD_TAIL = re.compile(r"timestamp=(\d+)|id_slot=(\d+)|id_task=(-?\d+)")
+# the same keys in 2024's --log-format json: {"tid":"1","timestamp":1717067386,...,"id_slot":0,"id_task":19,...}
+_LCPP_JSON_KEYS = re.compile(r'"timestamp":(\d+)|"id_slot":(\d+)|"id_task":(-?\d+)')
 _LCPP_ELAPSED = re.compile(r"^(\d+)\.(\d\d)\.(\d{3})\.(\d{3}) [IWEDT] ")  # --log-timestamps
 # "prompt eval time = 1234.56 ms /   512 tokens (    2.41 ms per token,   414.83 tokens per second)"
 # also "generation eval time = ... / N runs   (...)" (2024) and "total time = ... ms / N tokens"
@@ -30,7 +32,8 @@ _LCPP_DRAFT = re.compile(
     rf"(?:, mean (?:len|acceptance length) =\s*{_NUM})?"
     r"(?:, acceptance rate per position = \(([^)]*)\))?"
 )
-_LCPP_PROGRESS = re.compile(rf"n_gen = (\d+), tg = {_NUM} t/s(?:, tg_3s = {_NUM} t/s)?")
+# "n_gen = 100, tg = 19.04 t/s, tg_3s = 19.23 t/s"; until 2026 "n_decoded = 1546, ..."
+_LCPP_PROGRESS = re.compile(rf"(n_gen|n_decoded) = +(\d+), tg = +{_NUM} t/s(?:, tg_3s = +{_NUM} t/s)?")
 # "statistics draft-mtp: #calls(b,g,a) = 10 727 727, #gen drafts = 727, #acc drafts = 632,
 # #gen tokens = 1447, #acc tokens = 1135[, #mean acc len = 2.92], dur(b,g,a) = ..." (2026):
 # counters since the server started, per drafting method
@@ -39,16 +42,26 @@ _LCPP_STATS = re.compile(
     rf"#gen tokens = +(\d+), #acc tokens = +(\d+)(?:, #mean acc len = {_NUM})?"
 )
 _LCPP_PID = re.compile(r"^\[(\d+)\] ")  # "[53409] " before every line of one server process
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # colour (SGR) and clear-line sequences
+
+
+def uncoloured(line: str) -> str:
+    """`line` without its ANSI escape sequences: llama.cpp colours its prefix on a terminal
+    (and in --log-file with colours on), vLLM its level, stamp and [file:line]."""
+    return _ANSI.sub("", line)
 
 
 def parse_llamacpp(line: str) -> Parsed | None:
-    if "time =" in line:
+    if "\x1b" in line:
+        line = uncoloured(line)
+    if "time " in line:  # "eval time =", 2024's padded "prompt eval time     ="
         m = _LCPP_TIMING.search(line)
-        return _llamacpp_timing(line, m) if m else None
+        if m:
+            return _llamacpp_timing(line, m)
     if "draft acceptance" in line:
         m = _LCPP_DRAFT.search(line)
         return _llamacpp_draft(line, m) if m else None
-    if "n_gen = " in line:
+    if "n_gen = " in line or "n_decoded = " in line:
         m = _LCPP_PROGRESS.search(line)
         return _llamacpp_progress(line, m) if m else None
     if "statistics " in line:
@@ -110,8 +123,8 @@ def llamacpp_pid(line: str) -> str | None:
 def _llamacpp_progress(line: str, m: re.Match) -> Parsed:
     # periodic during long generations; tg = whole request so far, tg_3s = last 3 s.
     # Kept as "stats" so it is not counted twice with the request's final eval line.
-    n_gen, tg, tg_3s = m.groups()
-    fields = {"n_gen": int(n_gen), "tg": float(tg)}
+    name, n_gen, tg, tg_3s = m.groups()
+    fields = {name: int(n_gen), "tg": float(tg)}
     if tg_3s is not None:
         fields["tg_3s"] = float(tg_3s)
     time_s, rank = _llamacpp_prefix(line, fields)
@@ -124,8 +137,9 @@ def _llamacpp_prefix(line: str, fields: dict) -> tuple[float | None, str | None]
     if m:
         rank = f"slot {m.group(1)}"
         fields["task"] = int(m.group(2))
-    elif " | " in line:  # 2024 LOG_INFO form: key=value tail
-        for stamp, slot, task in _LCPP_OLD_TAIL.findall(line.rsplit(" | ", 1)[1]):
+    elif " | " in line or '"id_slot":' in line:  # 2024 LOG_INFO form: key=value tail, or JSON
+        keys = _LCPP_JSON_KEYS.findall(line) if '"id_slot":' in line else _LCPP_OLD_TAIL.findall(line.rsplit(" | ", 1)[-1])
+        for stamp, slot, task in keys:
             if stamp:
                 time_s = float(stamp)
             if slot:

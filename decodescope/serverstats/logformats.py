@@ -10,7 +10,7 @@ many times and will change again."""
 
 import re
 
-from decodescope.serverstats.llamacpp_log import llamacpp_pid, parse_llamacpp
+from decodescope.serverstats.llamacpp_log import llamacpp_pid, parse_llamacpp, uncoloured
 from decodescope.serverstats.logvalues import (
     MAX_ACCEPT,
     MAX_RUNNING,
@@ -36,6 +36,9 @@ __all__ = ["ENGINES", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "numbe
 _SGL_PREFIX = re.compile(
     r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] $|\[(gpu_id=\d+)\] $"
 )
+# a logging config of one's own: "2025-12-04 20:35:53 INFO 151972 [file.py:287] Decode batch. ..."
+# (fastrl); its two empty groups stand for _SGL_PREFIX's rank groups, so both read alike
+_SGL_LEAD = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](\d{3}))? [A-Z]+ ()()")
 _SGL_MARKERS = (("Decode batch", "decode"), ("Prefill batch", "prefill"))
 
 
@@ -66,7 +69,7 @@ def parse_sglang(line: str) -> Parsed | None:
         accept = None
     running = fields.get("#running-req")
     checked(running if type(running) in _NUMBER else None, accept, gen)
-    m = _SGL_PREFIX.search(line, 0, at)
+    m = _SGL_PREFIX.search(line, 0, at) or _SGL_LEAD.match(line)
     return Parsed(kind, _sglang_time(m), _sglang_rank(m), fields, accept, gen)
 
 
@@ -111,7 +114,7 @@ def sglang_facts(line: str) -> tuple | None:
     if not ((gen is None or gen == 0.0 or MIN_TOK_S <= gen <= MAX_TOK_S) and (running is None or 0 <= running <= MAX_RUNNING)
             and (accept is None or 1.0 <= accept <= MAX_ACCEPT)):
         return _facts(parse_sglang(line))  # raises Rejected, or reads what the full parser reads
-    m = _SGL_PREFIX.search(line, 0, at)
+    m = _SGL_PREFIX.search(line, 0, at) or _SGL_LEAD.match(line)
     return kind, _sglang_rank(m), running, accept, gen, _sglang_time(m)
 
 
@@ -164,10 +167,14 @@ _VLLM_PREFIX = re.compile(
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w.-]+:\d+\] "
 )
 _VLLM_ENGINE = re.compile(r"(Engine \d+|\d+ Engines Aggregated): $")
-_VLLM_PID = re.compile(r"^\((?:APIServer|ApiServer_\d+) pid=(\d+)\) ")
+# also "(APIServer_DP1 pid=N)" (one API server per DP rank, external load balancing) and
+# behind `docker logs --timestamps`' "2026-05-12T08:01:39.331095044Z "
+_VLLM_PID = re.compile(r"^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\((?:APIServer|ApiServer_\d+|APIServer_DP\d+) pid=(\d+)\) ")
 
 
 def parse_vllm(line: str, year: int) -> Parsed | None:
+    if "\x1b" in line:  # a terminal's log: level, stamp and [file:line] coloured
+        line = uncoloured(line)
     at = line.find("Avg prompt throughput: ")
     if at >= 0:
         fields = pairs(line[at:])

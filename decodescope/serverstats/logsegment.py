@@ -65,19 +65,21 @@ class Segment:
         self.first_line = first_line  # first recognised line, 1-based
         self.last_line = first_line
         self.records = 0  # records other than start-up lines
-        self.process = None
+        self.processes = set()  # server processes (vLLM pid=, llama.cpp [pid]) whose lines are here
+        self.owner = {}  # series with a rank -> the process that logged it (one API server per DP engine)
         self.last_time = None
         self.accept_on = None  # whether the last SGLang decode line had an accept length
         self.speculative = None  # what a start-up line said: True, False, None (not said)
-        self.first = None  # (process, time, accept_on, startup) of the first lines (CONTINUES)
+        # (process, time, accept_on, startup, series of the process's line) of the first lines (CONTINUES)
+        self.first = None
         self.seen = set()  # series that had a window
         self.fresh = set()  # series whose next window starts at idle
         self.touched = set()  # series with any window or idle prefill here
 
-    def boundary(self, kind, time_s, process, accept_on) -> Reason | None:
+    def boundary(self, kind, time_s, process, accept_on, series=None) -> Reason | None:
         if kind == "startup":
             return Reason.STARTUP if self.records else None
-        if process is not None and self.process is not None and process != self.process:
+        if process is not None and self.processes and self.restarted(process, series, time_s):
             return Reason.PROCESS
         if time_s is not None and self.last_time is not None and time_s < self.last_time - CLOCK_SLACK_S:
             return Reason.CLOCK
@@ -85,13 +87,27 @@ class Segment:
             return Reason.SPEC_ON if accept_on else Reason.SPEC_OFF
         return None
 
-    def note(self, kind, time_s, process, accept_on, line_no, speculative):
+    def restarted(self, process, series, time_s) -> bool:
+        """Whether a line of `process` begins another server run. A process new here that
+        logs a rank no other process logged, while the run's clock goes on, is a sibling
+        (vLLM DP with one API server per engine, all in one log); a rank another process
+        logged is a restart, and so is a new process's rank-less line (a spec line follows
+        its own process's window) or its line after a pause (a restart loads the model)."""
+        if process in self.processes:
+            return series is not None and series[1] is not None and self.owner.get(series, process) != process
+        if series is None or series[1] is None or series in self.owner:
+            return True
+        return time_s is not None and self.last_time is not None and time_s > self.last_time + CLOCK_SLACK_S
+
+    def note(self, kind, time_s, process, accept_on, line_no, speculative, series=None):
         if self.first_line is None:
             self.first_line = line_no
         self.last_line = line_no
         if self.reason is Reason.CONTINUES and self.first is None:
-            self.first = [process, time_s, accept_on, kind == "startup"]
+            self.first = [process, time_s, accept_on, kind == "startup", series]
         elif self.first is not None:  # keep the first value of each that any line had
+            if self.first[0] is None and process is not None:
+                self.first[4] = series
             for i, v in enumerate((process, time_s, accept_on)):
                 if self.first[i] is None:
                     self.first[i] = v
@@ -103,7 +119,9 @@ class Segment:
             return
         self.records += 1
         if process is not None:
-            self.process = process
+            self.processes.add(process)
+            if series is not None and series[1] is not None:
+                self.owner[series] = process
         if time_s is not None:
             self.last_time = time_s
         if accept_on is not None:
@@ -118,7 +136,9 @@ class Segment:
             self.first_line = self.first_line or later.first_line
             self.last_line = later.last_line
         self.records += later.records
-        for k in ("process", "last_time", "accept_on", "speculative"):
+        self.processes |= later.processes
+        self.owner.update(later.owner)
+        for k in ("last_time", "accept_on", "speculative"):
             if getattr(later, k) is not None:
                 setattr(self, k, getattr(later, k))
         for series in later.touched:
@@ -131,10 +151,10 @@ class Segment:
         earlier stretch ended in."""
         if self.first is None:
             return None
-        process, time_s, accept_on, startup = self.first
+        process, time_s, accept_on, startup, series = self.first
         if startup:
             return Reason.STARTUP if mine.records else None
-        return mine.boundary("decode", time_s, process, accept_on)
+        return mine.boundary("decode", time_s, process, accept_on, series)
 
 
 class WindowTagger:
@@ -153,13 +173,13 @@ class WindowTagger:
         self.deferred = []  # (series, bin) of the windows tagged (PENDING, i)
         self._last = (PENDING, -1) if continues else None
 
-    def _note(self, seg, kind, time_s, process, accept_on, line_no, speculative):
-        reason = seg.boundary(kind, time_s, process, accept_on)
+    def _note(self, seg, kind, time_s, process, accept_on, line_no, speculative, series=None):
+        reason = seg.boundary(kind, time_s, process, accept_on, series)
         if reason is not None:
             seg = Segment(reason)
             self.segments.append(seg)
             self._last = None
-        seg.note(kind, time_s, process, accept_on, line_no, speculative)
+        seg.note(kind, time_s, process, accept_on, line_no, speculative, series)
         return seg
 
     def tag(self, rec):
@@ -177,10 +197,11 @@ class WindowTagger:
                 or (first is not None and ((first[0] is None and process is not None)
                                            or (first[1] is None and time_s is not None)
                                            or (first[2] is None and accept_on is not None)))
-                or (process is not None and process != seg.process)
+                or (process is not None and (process not in seg.processes
+                                             or (series[1] is not None and seg.owner.get(series) != process)))
                 or (time_s is not None and seg.last_time is not None and time_s < seg.last_time - CLOCK_SLACK_S)
                 or (accept_on is not None and accept_on is not seg.accept_on)):
-            seg = self._note(seg, kind, time_s, process, accept_on, line_no, speculative)
+            seg = self._note(seg, kind, time_s, process, accept_on, line_no, speculative, series)
         else:  # the common line: same process, clock and settings as the one before
             seg.last_line = line_no
             seg.records += 1
