@@ -59,6 +59,26 @@ def test_cpu_bench_times_each_step_and_counts_bytes_by_hand():
     assert any("needs a calibration file" in n for n in r.notes)
 
 
+def test_the_static_cache_step_cuda_graphs_replay_decodes_as_the_eager_step_on_the_cpu():
+    # the step bench captures as a CUDA graph, run here uncaptured: the same random model, the
+    # same prompt, two requests; greedy tokens of 6 steps must be those of the dynamic cache
+    import transformers
+    raw, cfg = load_config(TINY), bench.BenchConfig(device="cpu", dtype="fp32", batch=2, context=16, steps=6)
+    dev = torch.device("cpu")
+    runs = []
+    for stepper in (lambda m: bench.eager_stepper(torch, m, cfg, dev),
+                    lambda m: bench.static_stepper(torch, transformers, m, cfg, dev)):
+        model = bench._build(torch, transformers, raw, cfg, dev)  # seeded: the same weights
+        torch.manual_seed(1)  # the same prompt
+        step, tok = stepper(model)
+        tokens = [tok.clone()]
+        for _ in range(cfg.steps):
+            step()
+            tokens.append(tok.clone())
+        runs.append(torch.cat(tokens, dim=1))
+    assert runs[0].shape == (2, 7) and torch.equal(runs[0], runs[1])
+
+
 def test_bench_cli_json_fields_with_a_cpu_calibration(tmp_path):
     cal = calibrate("cpu", shapes=((128, 256, 1),), sizes=SMALL, batches=(1,))
     f = tmp_path / "cpu.json"
