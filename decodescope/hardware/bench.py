@@ -240,6 +240,7 @@ def time_steps(loop: Loop, steps: int, warmup: int = WARMUP) -> list[float]:
     """ms of each of `steps` decode steps after `warmup` untimed ones; a caller may call it
     again to go on decoding (the cache keeps growing)."""
     clock, marks = loop.clock, []
+    clock.sync()  # nothing queued before (prefill, capture) runs inside the first step's marks
     for i in range(warmup + steps):
         a = clock.mark()
         loop.step()
