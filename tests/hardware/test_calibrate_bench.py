@@ -150,3 +150,22 @@ def test_cuda_calibration_and_a_graph_bench():
     assert cal.launch_graph_us is not None and cal.launch_graph_us < cal.launch_eager_us
     r = bench.run(load_config(TINY), bench.BenchConfig(device="cuda", dtype="bf16", context=64, steps=8), cal)
     assert r.mode == "cuda-graph", r.notes
+
+
+def test_the_model_side_of_a_gpu_loop_by_hand():
+    # bench's model figures for a CUDA run, computed here without a GPU: the tiny Llama in bf16 on
+    # an H200 (4.8 TB/s), one request, the static cache's 100 tokens read
+    raw, cfg = load_config(TINY), bench.BenchConfig(device="cuda", dtype="bf16", context=100)
+    weights = 847_104  # bf16: (294,912 linear + 128,000 LM head) x 2 B + 640 norm values x 2 B
+    kv = 2 * 2 * 2 * 32 * 2 * 101  # layers x (K, V) x 2 heads x 32 dims x 2 B x (100 + 1) tokens = 51,712 B
+    kernels = 2 * 12 + 4  # per layer 8 attention + 4 MLP kernels, then norm, head, sample
+    # graph replay: gpt-fast's profile (bandwidth 0.747, 1.1 us per kernel), no host time (queued replays)
+    _, expected, notes = bench._model_side(raw, cfg, "h200", None, "cuda-graph", 100)
+    step_ms = (weights + kv) / (4.8e12 * 0.747) * 1e3 + kernels * 1.1e-3
+    assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 0.031051 ms: 32,205 tok/s
+    assert any("host time per pass 0 ms, not gpt-fast's 1.01 ms" in n for n in notes)
+    # graph capture failed: every kernel launched from Python, transformers' profile (0.75, 6.7 us, 5 ms host)
+    _, expected, notes = bench._model_side(raw, cfg, "h200", None, "static-eager", 100)
+    step_ms = (weights + kv) / (4.8e12 * 0.75) * 1e3 + kernels * 6.7e-3 + 5.0
+    assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 5.18785 ms: 192.76 tok/s
+    assert any("engine 'transformers'" in n for n in notes)
