@@ -149,14 +149,21 @@ def _smi_topo(notes: list) -> list:
     if not shutil.which("nvidia-smi"):
         notes.append("nvidia-smi not on PATH: links between GPUs unknown")
         return []
-    return probe_parse.parse_topo(_run(["nvidia-smi", "topo", "-m"]))[1]
+    try:
+        return probe_parse.parse_topo(_run(["nvidia-smi", "topo", "-m"]))[1]
+    except DecodescopeError as e:  # some virtual machines' drivers do not report a topology
+        notes.append(f"links between GPUs unknown: {e.what}")
+        return []
 
 
 def _lspci_fallback(gpus: dict, notes: list) -> None:
     if not shutil.which("lspci"):
         notes.append("lspci not found (apt install pciutils): PCIe link state not read from it")
         return
-    probe_parse.merge(gpus, probe_parse.parse_lspci(_run(["lspci", "-vv"])))
+    try:
+        probe_parse.merge(gpus, probe_parse.parse_lspci(_run(["lspci", "-vv"])))
+    except DecodescopeError as e:
+        notes.append(f"PCIe link state not read from lspci: {e.what}")
 
 
 def _sys_affinity(gpus: dict, notes: list) -> None:
