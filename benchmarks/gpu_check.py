@@ -131,7 +131,7 @@ def torch_state() -> tuple[bool, str]:
     return p.returncode == 0, p.stdout.strip() or (p.stderr.strip().splitlines() or ["?"])[-1]
 
 
-def summary(results: list[dict], torch_says: str) -> str:
+def summary(results: list[dict], torch_says: str, out: Path) -> str:
     by = {r["step"]: r for r in results}
     lines = [f"python {sys.version.split()[0]} ({sys.executable}); torch {torch_says}"]
     lines += [f"FAILED {r['step']}: {r['error']}" for r in results if r.get("error")]
@@ -144,6 +144,9 @@ def summary(results: list[dict], torch_says: str) -> str:
                      f"{EXPECTED_WITHIN:.0%} is the goal; achieved / calibrated copy >= {BW_GOAL_BATCH1:.0%} at batch 1)")
     for r in benches:
         lines.append(_bench_line(r["json"]))
+    trace = out / "trace.json.gz"
+    if trace.exists():
+        lines.append(f"trace.json.gz {trace.stat().st_size / 1e6:.2f} MB (tests/data/ takes it under 5 MB)")
     return "\n".join(lines) + "\n"
 
 
@@ -212,7 +215,7 @@ def main() -> int:
     todo = steps(out, args.device, args.dtype, args.models, BATCHES)
     for i, (name, dargs, most, least) in enumerate(todo):
         run_.step(name, dargs, most, least, sum(later for *_, later in todo[i + 1:]))
-        (out / "summary.txt").write_text(summary(run_.results, torch_says))
+        (out / "summary.txt").write_text(summary(run_.results, torch_says, out))
     text = (out / "summary.txt").read_text()
     print("\n" + text, end="")
     return 0 if all(r.get("error") is None for r in run_.results) else 1
