@@ -238,8 +238,9 @@ def eager_stepper(torch, model, cfg: BenchConfig, dev):
 
 
 def time_steps(loop: Loop, steps: int, warmup: int = WARMUP) -> list[float]:
-    """ms of each of `steps` decode steps after `warmup` untimed ones; a caller may call it
-    again to go on decoding (the cache keeps growing)."""
+    """ms of each of `steps` decode steps after `warmup` untimed ones; on the CPU a caller may
+    call it again to go on decoding (the dynamic cache keeps growing; a GPU's static cache
+    holds the steps of one bench run)."""
     clock, marks = loop.clock, []
     clock.sync()  # nothing queued before (prefill, capture) runs inside the first step's marks
     for i in range(warmup + steps):
