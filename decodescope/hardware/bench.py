@@ -6,6 +6,7 @@ next to the model's ceiling and expected for the same device."""
 import statistics
 import warnings
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from decodescope.arch import RawConfig, build_arch
 from decodescope.errors import DecodescopeError
@@ -25,6 +26,14 @@ CAPTURE_WARMUP = 3  # static decode steps run on a side stream before the graph 
 TRACE_STEPS = 3
 
 
+class Mode(StrEnum):
+    """How bench's loop ran its decode steps."""
+    EAGER = "eager"  # the CPU: a dynamic KV cache, every op launched from Python
+    GRAPH = "cuda-graph"  # a static KV cache, one step captured as a CUDA graph and replayed
+    COMPILED_GRAPH = "compiled-cuda-graph"  # the same, the step torch.compile'd before capture
+    STATIC_EAGER = "static-eager"  # graph capture failed: the static step launched from Python
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     device: str = "cpu"
@@ -33,6 +42,7 @@ class BenchConfig:
     context: int = 512
     steps: int = 32
     layers: int | None = None  # keep only the first N decoder layers
+    compile: bool = False  # CUDA: torch.compile the decode step before capturing it
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class BenchResult:
     device_name: str
     config: BenchConfig
     layers: int
-    mode: str  # eager | cuda-graph | static-eager (graph capture failed: see notes)
+    mode: Mode
     step_ms: tuple[float, ...]  # each timed decode step, ms
     weight_bytes: int  # read per step: every parameter but the input embedding (unless tied)
     kv_bytes: float  # KV cache read per step, mean over the timed steps
@@ -133,7 +143,7 @@ class Loop:
     raw: RawConfig  # after --layers
     device_id: str
     device_name: str
-    mode: str
+    mode: Mode
     step: object  # () -> None
     tok: object  # the last step's next-token ids [batch, 1], updated in place by step()
     clock: object
@@ -155,14 +165,17 @@ def prepare(raw: RawConfig, cfg: BenchConfig, calibration=None) -> Loop:
     except ImportError as e:
         raise DecodescopeError(f"bench needs transformers, which is not installed ({e})",
                                "pip install 'transformers>=4.57'") from None
+    if cfg.compile and dev.type != "cuda":
+        raise DecodescopeError("--compile: the compiled step is captured as a CUDA graph, so it needs --device cuda",
+                               "drop --compile on the CPU (its loop runs eagerly)")
     raw = shrink(raw, cfg.layers)
     plan_memory(raw, cfg, _free_bytes(torch, dev))
     model = _build(torch, transformers, raw, cfg, dev)
     if dev.type == "cuda":
         step, tok = static_stepper(torch, transformers, model, cfg, dev)
-        mode, step, notes = _graph(torch, step)
+        mode, step, notes = _graph(torch, step, cfg.compile)
     else:
-        (step, tok), mode, notes = eager_stepper(torch, model, cfg, dev), "eager", ()
+        (step, tok), mode, notes = eager_stepper(torch, model, cfg, dev), Mode.EAGER, ()
     return Loop(raw, device_id, name, mode, step, tok, Clock(torch, dev), model, notes)
 
 
@@ -181,10 +194,10 @@ def run(raw: RawConfig, cfg: BenchConfig, calibration=None, trace: str | None = 
                        calibration.copy_bw_bytes_s if calibration else None, (*loop.notes, *mnotes))
 
 
-def cache_tokens(cfg: BenchConfig, mode: str) -> float:
+def cache_tokens(cfg: BenchConfig, mode: Mode) -> float:
     """KV-cache tokens each timed step's attention reads: the dynamic cache's mean length over
     the timed steps; a static cache is read whole, its empty slots masked."""
-    if mode == "eager":
+    if mode == Mode.EAGER:
         return cfg.context + WARMUP + (cfg.steps + 1) / 2
     return cfg.context + CAPTURE_WARMUP + WARMUP + cfg.steps + TRACE_STEPS
 
@@ -270,31 +283,34 @@ def static_stepper(torch, transformers, model, cfg: BenchConfig, dev):
     """Prefill into a static KV cache, then (step, tok): step() runs one decode step that
     only writes tensors allocated here (the cache, tok, pos), as CUDA-graph replay needs.
     transformers 4.57 places the new K, V at cache_position; 5.x counts in the cache itself."""
-    cache = transformers.StaticCache(config=model.config, max_cache_len=round(cache_tokens(cfg, "static")))
+    cache = transformers.StaticCache(config=model.config, max_cache_len=round(cache_tokens(cfg, Mode.GRAPH)))
     ids = torch.randint(0, model.config.vocab_size, (cfg.batch, cfg.context), device=dev)
     with torch.inference_mode():
         r = model(ids, past_key_values=cache, use_cache=True, cache_position=torch.arange(cfg.context, device=dev))
         tok = r.logits[:, -1:].argmax(-1)
     pos = torch.tensor([cfg.context], device=dev)
+    # compiled for the decode shape only (the prefill above ran eagerly): the first step compiles
+    forward = torch.compile(model, dynamic=False) if cfg.compile else model
 
     def step():
         with torch.inference_mode():
-            out = model(tok, past_key_values=cache, use_cache=True, cache_position=pos)
+            out = forward(tok, past_key_values=cache, use_cache=True, cache_position=pos)
             tok.copy_(out.logits[:, -1:].argmax(-1))
             pos.add_(1)
 
     return step, tok
 
 
-def _graph(torch, step):
+def _graph(torch, step, compiled: bool):
     """(mode, step, notes): one static decode step captured as a CUDA graph and replayed per
     step; if capture fails, the same static step eagerly (the note says why)."""
     try:
-        g = capture_graph(torch, step, warm=CAPTURE_WARMUP)
-        return "cuda-graph", g.replay, ()
+        g = capture_graph(torch, step, warm=CAPTURE_WARMUP)  # a compiled step compiles in the warm-up
+        return (Mode.COMPILED_GRAPH if compiled else Mode.GRAPH), g.replay, ()
     except Exception as e:  # noqa: BLE001 - any capture failure falls back to the same step uncaptured
         torch.cuda.synchronize()
-        return "static-eager", step, (f"CUDA graph capture failed ({type(e).__name__}: {str(e)[:200]}); timed eagerly",)
+        return Mode.STATIC_EAGER, step, (f"CUDA graph capture failed ({type(e).__name__}: {str(e)[:200]}); "
+                                         f"timed eagerly{' (compiled)' if compiled else ''}",)
 
 
 def _device_ids(torch, dev) -> tuple[str, str]:
@@ -303,7 +319,7 @@ def _device_ids(torch, dev) -> tuple[str, str]:
     return gid, name
 
 
-def _model_side(raw: RawConfig, cfg: BenchConfig, device_id: str, calibration, mode: str, context: int):
+def _model_side(raw: RawConfig, cfg: BenchConfig, device_id: str, calibration, mode: Mode, context: int):
     """(ceiling tok/s, expected tok/s, notes) from `decodescope model` for the same run, the
     cache at the `context` tokens each step reads."""
     from decodescope.hardware.calibration import apply
@@ -314,7 +330,7 @@ def _model_side(raw: RawConfig, cfg: BenchConfig, device_id: str, calibration, m
     # the model's KV dtypes are 16- and 8-bit: an fp32 cache is counted at 2 bytes per value
     kv = "bf16" if cfg.dtype == "fp32" else cfg.dtype
     # a GPU loop whose graph capture failed launches every kernel from Python, as transformers does
-    engine = EAGER_GPU_ENGINE if mode == "static-eager" else ENGINE
+    engine = EAGER_GPU_ENGINE if mode == Mode.STATIC_EAGER else ENGINE
     try:
         d = make_deployment(arch, device_id, weights=cfg.dtype, kv=kv, batch=cfg.batch, context=context,
                             engine=engine)
@@ -322,9 +338,9 @@ def _model_side(raw: RawConfig, cfg: BenchConfig, device_id: str, calibration, m
         return None, None, (f"model ceiling / expected: {e.what}",)
     notes = ("model: the fp32 KV cache counted at 2 bytes per value (its KV dtypes are 16- and 8-bit)",) \
         if cfg.dtype == "fp32" else ()
-    if mode == "static-eager":
+    if mode == Mode.STATIC_EAGER:
         notes += (f"model: engine '{engine}' (every kernel launched from Python), as the loop ran",)
-    if mode == "cuda-graph":
+    if mode in (Mode.GRAPH, Mode.COMPILED_GRAPH):
         notes += (f"model: host time per pass 0 ms, not {ENGINE}'s {d.engine.host_ms_per_pass} ms: bench queues "
                   "each graph replay without waiting for the last, so the CPU's work hides behind the GPU's",)
         d = replace(d, engine=replace(d.engine, host_ms_per_pass=0.0))

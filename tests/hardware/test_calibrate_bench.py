@@ -102,6 +102,11 @@ def test_bench_too_large_says_how_much_memory_and_layers():
     assert "--layers" in r.stderr
 
 
+def test_compile_on_the_cpu_is_refused():
+    r = cli("bench", TINY, "--device", "cpu", "--compile")
+    assert r.returncode == 2 and "--compile: the compiled step is captured as a CUDA graph" in r.stderr
+
+
 def test_bench_layers_out_of_range():
     r = cli("bench", TINY, "--device", "cpu", "--layers", "5")
     assert r.returncode == 2 and "--layers 5: the model has 2 layers" in r.stderr
@@ -149,7 +154,7 @@ def test_cuda_calibration_and_a_graph_bench():
                     matmul_reps=5, launches=2000, gemv_reps=3, gemv_rotation_bytes=256 << 20), batches=(1, 8))
     assert cal.launch_graph_us is not None and cal.launch_graph_us < cal.launch_eager_us
     r = bench.run(load_config(TINY), bench.BenchConfig(device="cuda", dtype="bf16", context=64, steps=8), cal)
-    assert r.mode == "cuda-graph", r.notes
+    assert r.mode == bench.Mode.GRAPH, r.notes
 
 
 def test_the_model_side_of_a_gpu_loop_by_hand():
@@ -160,12 +165,13 @@ def test_the_model_side_of_a_gpu_loop_by_hand():
     kv = 2 * 2 * 2 * 32 * 2 * 101  # layers x (K, V) x 2 heads x 32 dims x 2 B x (100 + 1) tokens = 51,712 B
     kernels = 2 * 12 + 4  # per layer 8 attention + 4 MLP kernels, then norm, head, sample
     # graph replay: gpt-fast's profile (bandwidth 0.747, 1.1 us per kernel), no host time (queued replays)
-    _, expected, notes = bench._model_side(raw, cfg, "h200", None, "cuda-graph", 100)
     step_ms = (weights + kv) / (4.8e12 * 0.747) * 1e3 + kernels * 1.1e-3
-    assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 0.031051 ms: 32,205 tok/s
-    assert any("host time per pass 0 ms, not gpt-fast's 1.01 ms" in n for n in notes)
+    for mode in (bench.Mode.GRAPH, bench.Mode.COMPILED_GRAPH):
+        _, expected, notes = bench._model_side(raw, cfg, "h200", None, mode, 100)
+        assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 0.031051 ms: 32,205 tok/s
+        assert any("host time per pass 0 ms, not gpt-fast's 1.01 ms" in n for n in notes)
     # graph capture failed: every kernel launched from Python, transformers' profile (0.75, 6.7 us, 5 ms host)
-    _, expected, notes = bench._model_side(raw, cfg, "h200", None, "static-eager", 100)
+    _, expected, notes = bench._model_side(raw, cfg, "h200", None, bench.Mode.STATIC_EAGER, 100)
     step_ms = (weights + kv) / (4.8e12 * 0.75) * 1e3 + kernels * 6.7e-3 + 5.0
     assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 5.18785 ms: 192.76 tok/s
     assert any("engine 'transformers'" in n for n in notes)
