@@ -3,6 +3,7 @@ sizes), their refusals, and the same on CUDA where a GPU is present."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -59,11 +60,15 @@ def test_cpu_bench_times_each_step_and_counts_bytes_by_hand():
     assert any("needs a calibration file" in n for n in r.notes)
 
 
-def test_the_static_cache_step_cuda_graphs_replay_decodes_as_the_eager_step_on_the_cpu():
-    # the step bench captures as a CUDA graph, run here uncaptured: the same random model, the
-    # same prompt, two requests; greedy tokens of 6 steps must be those of the dynamic cache
+@pytest.mark.parametrize("compile_", [False, pytest.param(True, marks=pytest.mark.skipif(
+    shutil.which("g++") is None, reason="torch.compile on the CPU needs a C++ compiler"))])
+def test_the_static_cache_step_cuda_graphs_replay_decodes_as_the_eager_step_on_the_cpu(compile_):
+    # the step bench captures as a CUDA graph (with --compile: compiled first, ~40 s here), run
+    # here uncaptured: the same random model, the same prompt, two requests; greedy tokens of 6
+    # steps must be those of the dynamic cache
     import transformers
-    raw, cfg = load_config(TINY), bench.BenchConfig(device="cpu", dtype="fp32", batch=2, context=16, steps=6)
+    raw = load_config(TINY)
+    cfg = bench.BenchConfig(device="cpu", dtype="fp32", batch=2, context=16, steps=6, compile=compile_)
     dev = torch.device("cpu")
     runs = []
     for stepper in (lambda m: bench.eager_stepper(torch, m, cfg, dev),
