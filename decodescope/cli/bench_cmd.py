@@ -15,16 +15,19 @@ import click
 @click.option("--steps", type=click.IntRange(1, 100000), default=32, show_default=True,
               help="decode steps timed one by one")
 @click.option("--layers", type=click.IntRange(1, 10000), help="keep only the first N decoder layers (to fit)")
+@click.option("--compile", "compile_", is_flag=True,
+              help="CUDA: torch.compile the decode step before capturing it, as gpt-fast does (compiling takes a minute or more)")
 @click.option("--calibration", type=click.Path(dir_okay=False), help="calibration file of this device")
 @click.option("--trace", type=click.Path(dir_okay=False), help="write a torch.profiler trace (.json or .json.gz)")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def bench(model, device, dtype, batch, context, steps, layers, calibration, trace, as_json):
+def bench(model, device, dtype, batch, context, steps, layers, compile_, calibration, trace, as_json):
     """Decode MODEL (config.json, folder, preset or hub id) with random weights and time each step."""
     from decodescope.arch import load_config
     from decodescope.hardware import bench as b
     from decodescope.hardware.calibration import load
     cal = load(calibration) if calibration else None
-    cfg = b.BenchConfig(device=device, dtype=dtype, batch=batch, context=context, steps=steps, layers=layers)
+    cfg = b.BenchConfig(device=device, dtype=dtype, batch=batch, context=context, steps=steps, layers=layers,
+                        compile=compile_)
     r = b.run(load_config(model), cfg, cal, trace=trace)
     if as_json:
         click.echo(json.dumps(r.to_dict(), indent=1))

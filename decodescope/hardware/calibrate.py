@@ -82,7 +82,7 @@ def _copy_bw(torch, dev, clock, sz: Sizes) -> tuple[float, float]:
 
 
 def _matmul(torch, dev, clock, sz: Sizes, dtype: str) -> float:
-    """FLOP/s of an n x n x n matmul: 2 n^3 FLOPs."""
+    """FLOP/s of an n x n x n matmul: 2 n^3 FLOPs (fp32 on CUDA without TF32, torch's default)."""
     n, dt = sz.matmul_n, getattr(torch, DTYPES[dtype])
     a, b = torch.randn(n, n, device=dev, dtype=dt), torch.randn(n, n, device=dev, dtype=dt)
     c = torch.empty(n, n, device=dev, dtype=dt)
@@ -91,8 +91,9 @@ def _matmul(torch, dev, clock, sz: Sizes, dtype: str) -> float:
 
 
 def _launch(torch, dev, clock, sz: Sizes) -> tuple[float, float | None, tuple[str, ...]]:
-    """us per tiny op launched from Python (synchronised wall time), and per kernel
-    replayed inside one CUDA graph of 100 kernels."""
+    """us per tiny op launched from Python (the device's time between marks around 20,000
+    launches: an idle GPU waits on each), and per kernel replayed inside one CUDA graph of
+    100 kernels."""
     x = torch.zeros(1, device=dev)
 
     def eager():
@@ -122,21 +123,25 @@ def _launch(torch, dev, clock, sz: Sizes) -> tuple[float, float | None, tuple[st
 
 def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, count: int, dtype: str, batches):
     """A function timing F.linear(x[batch, k], W[n, k]) for each batch, cycling through
-    weight copies so no call hits in cache."""
+    weight copies so no call hits in cache. On CUDA the cycle is replayed as one CUDA graph:
+    a GEMV of a few MB takes less GPU time than a launch from Python, and the model counts
+    launches apart (its kernel floor)."""
     dt = getattr(torch, DTYPES[dtype])
     wbytes = k * n * torch.empty((), dtype=dt).element_size()
     copies = max(2, -(-sz.gemv_rotation_bytes // wbytes))
     ws = [torch.randn(n, k, device=dev, dtype=dt) for _ in range(copies)]
     xs = {b: torch.randn(b, k, device=dev, dtype=dt) for b in batches}
 
+    def cycle(x):
+        def run():
+            for w in ws:
+                torch.nn.functional.linear(x, w)
+        return capture_graph(torch, run).replay if dev.type == "cuda" else run
+
     def sweep() -> list[Gemv]:
         out = []
         for b, x in xs.items():
-            def loop(x=x):
-                for w in ws:
-                    torch.nn.functional.linear(x, w)
-
-            per_s = median(time_reps(clock, loop, sz.gemv_reps, warmup=1)) / 1e3 / copies
+            per_s = median(time_reps(clock, cycle(x), sz.gemv_reps, warmup=1)) / 1e3 / copies
             out.append(Gemv(k, n, b, dtype, per_s * 1e6, wbytes / per_s, count))
         return out
 
@@ -144,27 +149,32 @@ def _gemv(torch, dev, clock, sz: Sizes, k: int, n: int, count: int, dtype: str, 
 
 
 def _allreduce(torch, sz: Sizes) -> tuple[tuple[AllreducePoint, ...], str]:
-    """NCCL allreduce over every local GPU from one process (torch.cuda.nccl)."""
+    """NCCL allreduce over every local GPU from one process (torch.cuda.nccl: one NCCL
+    communicator per GPU, no torch.distributed process group to set up)."""
     n = torch.cuda.device_count()
     if n < 2:
         return (), f"allreduce: skipped, {n} CUDA GPU (needs 2 or more)"
-    clock = Clock(torch, torch.device("cuda"))
-    points = []
-    for nbytes in sz.allreduce_bytes:
-        ts = [torch.ones(nbytes // 2, device=f"cuda:{i}", dtype=torch.bfloat16) for i in range(n)]
+    reps, points = 50, []
 
-        def once(ts=ts):
-            torch.cuda.nccl.all_reduce(ts)
-            for i in range(n):
-                torch.cuda.synchronize(i)
+    def sync():
+        for i in range(n):
+            torch.cuda.synchronize(i)
 
-        reps = 50
-        time_reps(clock, once, 1, warmup=5)
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            once()
-        points.append(AllreducePoint(nbytes, (time.perf_counter() - t0) / reps * 1e6))
-    return tuple(points), f"allreduce: NCCL from one process over {n} GPUs, synchronised wall time"
+    try:
+        for nbytes in sz.allreduce_bytes:
+            ts = [torch.ones(nbytes // 2, device=f"cuda:{i}", dtype=torch.bfloat16) for i in range(n)]
+            for _ in range(5):  # communicators are set up on the first call
+                torch.cuda.nccl.all_reduce(ts)
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(reps):  # queued back to back, as an engine's layers issue them
+                torch.cuda.nccl.all_reduce(ts)
+            sync()
+            points.append(AllreducePoint(nbytes, (time.perf_counter() - t0) / reps * 1e6))
+    except RuntimeError as e:  # NCCL missing from this torch build, or a GPU it cannot reach
+        return tuple(points), f"allreduce: failed after {len(points)} sizes ({str(e)[:200]})"
+    return tuple(points), (f"allreduce: NCCL from one process over {n} GPUs, wall time of {reps} back-to-back "
+                           "calls over their count")
 
 
 def _identity(torch, dev) -> tuple[str, str, float]:

@@ -144,7 +144,7 @@ def cpu_ceiling_bw(cal: Calibration) -> float:
 def apply(cal: Calibration, deployment):
     """(deployment, notes): the deployment with measured numbers in place of the engine
     profile's achievable fractions, kernel floor and allreduce latency, and notes saying
-    which numbers were measured. The host time per pass stays the engine profile's."""
+    which numbers were measured. The host time per pass stays the deployment's."""
     d = deployment
     if d.gpu.id != cal.device:
         raise DecodescopeError(f"{cal.source}: measured on '{cal.device}' ({cal.device_name}), but --gpu is '{d.gpu.id}'",
@@ -171,7 +171,7 @@ def apply(cal: Calibration, deployment):
         link = replace(link, allreduce_latency_s=alpha, nccl_latency_s=alpha, source=f"calibration {cal.source}")
         engine = replace(engine, allreduce_latency_scale=1.0)
         notes[0] += f", allreduce latency {alpha * 1e6:.1f} us ({cal.gpus} GPUs)"
-    notes.append(f"not measured: host time per pass {engine.host_ms_per_pass} ms (engine profile '{engine.id}')")
+    notes.append(f"not measured: host time per pass {engine.host_ms_per_pass:g} ms (engine '{engine.id}')")
     return replace(d, gpu=gpu, engine=engine, link=link), tuple(notes)
 
 

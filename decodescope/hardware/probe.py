@@ -20,6 +20,8 @@ QUERY = ("index,name,memory.total,driver_version,pci.bus_id,pcie.link.gen.curren
 # nvidia-smi topo -m legend -> `decodescope model --link` id (gpus.toml [interconnect.*] descriptions)
 TOPO_LINKS = {"PIX": "pcie-switch", "PXB": "pcie-switch", "PHB": "pcie", "NODE": "pcie", "SYS": "pcie-sys",
               "SOC": "pcie-sys"}  # SOC: what drivers before 2017 printed for SYS
+# nvmlGpuTopologyLevel_t (nvml.h) -> the `nvidia-smi topo -m` legend; INTERNAL: two GPUs on one board
+NVML_TOPO = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 NVSWITCH_MIN_GPUS = 4
 SYS_PCI = Path("/sys/bus/pci/devices")  # NVLink between every pair of 4+ GPUs: an NVSwitch board (bridges join pairs)
 
@@ -120,7 +122,8 @@ def live(load: bool = False) -> Probe:
     notes = []
     n = nvml()
     if n is not None:
-        gpus, pairs, sources = _nvml(n), _smi_topo(notes), ("nvml",)
+        gpus, sources = _nvml(n), ("nvml",)
+        pairs = _smi_topo(notes) if shutil.which("nvidia-smi") else _nvml_topo(n, notes)
     elif shutil.which("nvidia-smi"):
         notes.append("NVML not available (pip install 'decodescope[gpu]' for nvidia-ml-py): read nvidia-smi text")
         gpus = probe_parse.parse_query_csv(_run(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv"]))
@@ -146,14 +149,21 @@ def _smi_topo(notes: list) -> list:
     if not shutil.which("nvidia-smi"):
         notes.append("nvidia-smi not on PATH: links between GPUs unknown")
         return []
-    return probe_parse.parse_topo(_run(["nvidia-smi", "topo", "-m"]))[1]
+    try:
+        return probe_parse.parse_topo(_run(["nvidia-smi", "topo", "-m"]))[1]
+    except DecodescopeError as e:  # some virtual machines' drivers do not report a topology
+        notes.append(f"links between GPUs unknown: {e.what}")
+        return []
 
 
 def _lspci_fallback(gpus: dict, notes: list) -> None:
     if not shutil.which("lspci"):
         notes.append("lspci not found (apt install pciutils): PCIe link state not read from it")
         return
-    probe_parse.merge(gpus, probe_parse.parse_lspci(_run(["lspci", "-vv"])))
+    try:
+        probe_parse.merge(gpus, probe_parse.parse_lspci(_run(["lspci", "-vv"])))
+    except DecodescopeError as e:
+        notes.append(f"PCIe link state not read from lspci: {e.what}")
 
 
 def _sys_affinity(gpus: dict, notes: list) -> None:
@@ -199,40 +209,88 @@ def _nvml(n) -> dict:
                             "width_current": q("nvmlDeviceGetCurrPcieLinkWidth"),
                             "width_max": q("nvmlDeviceGetMaxPcieLinkWidth")},
                    "clocks_mhz": {"current": sm_now, "max": sm_max},
-                   "power_w": {"current": pw / 1e3 if pw else None, "max": limit / 1e3 if limit else None}}
+                   "power_w": {"current": pw / 1e3 if pw is not None else None,
+                               "max": limit / 1e3 if limit is not None else None}}
+        numa, cpus = q("nvmlDeviceGetNumaNodeId"), q("nvmlDeviceGetCpuAffinity", -(-(os.cpu_count() or 1) // 64))
+        if numa is not None and numa >= 0:
+            gpus[i]["numa_node"] = numa
+        if cpus is not None and any(cpus):
+            gpus[i]["cpu_affinity"] = cpu_list(list(cpus))
     if isinstance(gpus.get(0, {}).get("driver"), bytes):
         for g in gpus.values():
             g["driver"] = g["driver"].decode()
     return gpus
 
 
-def under_load(p: Probe, seconds: float = 2.0) -> Probe:
+def _nvml_topo(n, notes: list) -> list:
+    """(a, b, kind) from NVML's common PCIe ancestor of each pair (without nvidia-smi)."""
+    notes.append("nvidia-smi not on PATH: links between GPUs from NVML's PCIe topology (NVLink not read)")
+    hs = [n.nvmlDeviceGetHandleByIndex(i) for i in range(n.nvmlDeviceGetCount())]
+    pairs = []
+    for a in range(len(hs)):
+        for b in range(a + 1, len(hs)):
+            try:
+                pairs.append((a, b, NVML_TOPO.get(n.nvmlDeviceGetTopologyCommonAncestor(hs[a], hs[b]), "SYS")))
+            except n.NVMLError:
+                pass
+    return pairs
+
+
+def cpu_list(masks: list[int]) -> str:
+    """The kernel's CPU-list text ("0-15,32-47") of bitmasks of 64 CPUs each, lowest CPUs first
+    (nvmlDeviceGetCpuAffinity's cpuSet)."""
+    cpus = [64 * w + bit for w, m in enumerate(masks) for bit in range(64) if m >> bit & 1]
+    runs = []
+    for c in cpus:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def under_load(p: Probe, seconds: float = 2.0, start_timeout: float = 120.0) -> Probe:
     """Run matmuls on every GPU (torch) and read the links again while they run: a link
-    back at its maximum was an idle downshift, one still below it is degraded."""
+    back at its maximum was an idle downshift, one still below it is degraded. The links
+    are read `seconds` after every GPU has finished its first matmul (CUDA start-up can
+    take longer than the load itself)."""
+    import threading
+    import time
+
     from decodescope.hardware.timing import import_torch
     torch = import_torch()
     if not torch.cuda.is_available():
         return replace(p, notes=p.notes + ("--load: PyTorch sees no CUDA GPU; links read at idle only",))
-    import threading
-    stop = threading.Event()
+    n = torch.cuda.device_count()
+    stop, ready, failed = threading.Event(), threading.Barrier(n + 1), []
 
     def burn(i):
-        a = torch.randn(4096, 4096, device=f"cuda:{i}", dtype=torch.float16)
-        while not stop.is_set():
+        try:
+            a = torch.randn(4096, 4096, device=f"cuda:{i}", dtype=torch.float16)
             a @ a
-        torch.cuda.synchronize(i)
+            torch.cuda.synchronize(i)
+            ready.wait()
+            while not stop.is_set():
+                a @ a
+            torch.cuda.synchronize(i)
+        except (RuntimeError, threading.BrokenBarrierError) as e:
+            failed.append(f"GPU {i}: {type(e).__name__} {str(e)[:120]}")
+            ready.abort()
 
-    threads = [threading.Thread(target=burn, args=(i,)) for i in range(torch.cuda.device_count())]
+    threads = [threading.Thread(target=burn, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
     try:
-        import time
+        ready.wait(timeout=start_timeout)
         time.sleep(seconds)
         again = {g.index: g for g in live(load=False).gpus}
+    except threading.BrokenBarrierError:
+        why = "; ".join(failed) or f"the GPUs did not finish a first matmul within {start_timeout:g} s"
+        return replace(p, notes=p.notes + (f"--load: no load ran ({why}); links read at idle only",))
     finally:
         stop.set()
         for t in threads:
-            t.join()
+            t.join(timeout=30)
     return replace(p, gpus=tuple(replace(g, pcie=_verdict(g.pcie, again.get(g.index))) for g in p.gpus),
                    sources=p.sources + ("load",))
 

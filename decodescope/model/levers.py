@@ -51,14 +51,15 @@ def _split(d: Deployment) -> list[tuple[str, str, Deployment]]:
 
 
 def _gpus(d: Deployment) -> list[tuple[str, str, Deployment]]:
-    """Other GPUs with more bandwidth or more BF16 FLOP/s: a part with less of both cannot gain."""
-    out = []
+    """Other GPUs with more bandwidth or more BF16 FLOP/s: a part with less of both cannot gain.
+    Each runs the engine's own profile: a calibration measured this device, not that one."""
+    out, profile = [], engines()[d.engine.id]
     for g in all_gpus():
         if g.id == d.gpu.id or not (g.memory_bw_bytes_s > d.gpu.memory_bw_bytes_s
                                     or g.peak_flops("bf16") > d.gpu.peak_flops("bf16")):
             continue
         link = d.link if d.gpus == 1 else get_interconnect(g.link)
-        out.append((f"gpu {g.id}", f"{d.gpus} x {g.id} instead of {d.gpu.id}", replace(d, gpu=g, link=link)))
+        out.append((f"gpu {g.id}", f"{d.gpus} x {g.id} instead of {d.gpu.id}", replace(d, gpu=g, link=link, engine=profile)))
     return out
 
 

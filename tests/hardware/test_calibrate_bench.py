@@ -3,6 +3,7 @@ sizes), their refusals, and the same on CUDA where a GPU is present."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,30 @@ def test_cpu_bench_times_each_step_and_counts_bytes_by_hand():
     assert any("needs a calibration file" in n for n in r.notes)
 
 
+@pytest.mark.parametrize("compile_", [False, pytest.param(True, marks=pytest.mark.skipif(
+    shutil.which("g++") is None, reason="torch.compile on the CPU needs a C++ compiler"))])
+def test_the_static_cache_step_cuda_graphs_replay_decodes_as_the_eager_step_on_the_cpu(compile_):
+    # the step bench captures as a CUDA graph (with --compile: compiled first, ~40 s here), run
+    # here uncaptured: the same random model, the same prompt, two requests; greedy tokens of 6
+    # steps must be those of the dynamic cache
+    import transformers
+    raw = load_config(TINY)
+    cfg = bench.BenchConfig(device="cpu", dtype="fp32", batch=2, context=16, steps=6, compile=compile_)
+    dev = torch.device("cpu")
+    runs = []
+    for stepper in (lambda m: bench.eager_stepper(torch, m, cfg, dev),
+                    lambda m: bench.static_stepper(torch, transformers, m, cfg, dev)):
+        model = bench._build(torch, transformers, raw, cfg, dev)  # seeded: the same weights
+        torch.manual_seed(1)  # the same prompt
+        step, tok = stepper(model)
+        tokens = [tok.clone()]
+        for _ in range(cfg.steps):
+            step()
+            tokens.append(tok.clone())
+        runs.append(torch.cat(tokens, dim=1))
+    assert runs[0].shape == (2, 7) and torch.equal(runs[0], runs[1])
+
+
 def test_bench_cli_json_fields_with_a_cpu_calibration(tmp_path):
     cal = calibrate("cpu", shapes=((128, 256, 1),), sizes=SMALL, batches=(1,))
     f = tmp_path / "cpu.json"
@@ -80,6 +105,11 @@ def test_bench_too_large_says_how_much_memory_and_layers():
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "needs" in r.stderr and "GB" in r.stderr and "is free on the device" in r.stderr
     assert "--layers" in r.stderr
+
+
+def test_compile_on_the_cpu_is_refused():
+    r = cli("bench", TINY, "--device", "cpu", "--compile")
+    assert r.returncode == 2 and "--compile: the compiled step is captured as a CUDA graph" in r.stderr
 
 
 def test_bench_layers_out_of_range():
@@ -129,4 +159,24 @@ def test_cuda_calibration_and_a_graph_bench():
                     matmul_reps=5, launches=2000, gemv_reps=3, gemv_rotation_bytes=256 << 20), batches=(1, 8))
     assert cal.launch_graph_us is not None and cal.launch_graph_us < cal.launch_eager_us
     r = bench.run(load_config(TINY), bench.BenchConfig(device="cuda", dtype="bf16", context=64, steps=8), cal)
-    assert r.mode == "cuda-graph", r.notes
+    assert r.mode == bench.Mode.GRAPH, r.notes
+
+
+def test_the_model_side_of_a_gpu_loop_by_hand():
+    # bench's model figures for a CUDA run, computed here without a GPU: the tiny Llama in bf16 on
+    # an H200 (4.8 TB/s), one request, the static cache's 100 tokens read
+    raw, cfg = load_config(TINY), bench.BenchConfig(device="cuda", dtype="bf16", context=100)
+    weights = 847_104  # bf16: (294,912 linear + 128,000 LM head) x 2 B + 640 norm values x 2 B
+    kv = 2 * 2 * 2 * 32 * 2 * 101  # layers x (K, V) x 2 heads x 32 dims x 2 B x (100 + 1) tokens = 51,712 B
+    kernels = 2 * 12 + 4  # per layer 8 attention + 4 MLP kernels, then norm, head, sample
+    # graph replay: gpt-fast's profile (bandwidth 0.747, 1.1 us per kernel), no host time (queued replays)
+    step_ms = (weights + kv) / (4.8e12 * 0.747) * 1e3 + kernels * 1.1e-3
+    for mode in (bench.Mode.GRAPH, bench.Mode.COMPILED_GRAPH):
+        _, expected, notes = bench._model_side(raw, cfg, "h200", None, mode, 100)
+        assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 0.031051 ms: 32,205 tok/s
+        assert any("host time per pass 0 ms, not gpt-fast's 1.01 ms" in n for n in notes)
+    # graph capture failed: every kernel launched from Python, transformers' profile (0.75, 6.7 us, 5 ms host)
+    _, expected, notes = bench._model_side(raw, cfg, "h200", None, bench.Mode.STATIC_EAGER, 100)
+    step_ms = (weights + kv) / (4.8e12 * 0.75) * 1e3 + kernels * 6.7e-3 + 5.0
+    assert expected == pytest.approx(1e3 / step_ms, rel=1e-6)  # 5.18785 ms: 192.76 tok/s
+    assert any("engine 'transformers'" in n for n in notes)

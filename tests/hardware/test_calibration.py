@@ -139,3 +139,21 @@ def test_a_cpu_gemv_faster_than_its_copy_raises_the_ceiling_a_gpu_gemv_is_capped
     gpu = replace(cal, device="h100-sxm", gemv=(Gemv(128, 256, 1, "bf16", 1.0, 9e12),))
     d, _ = apply(gpu, make_deployment(arch, "h100", weights="bf16", engine="gpt-fast"))
     assert d.gpu.memory_bw_bytes_s == 3.35e12 and d.engine.bw_efficiency == 1.0
+
+
+def test_a_lever_to_another_gpu_runs_that_gpus_profile_not_this_devices_measurement(tmp_path):
+    f = tmp_path / "cpu.json"
+    save(CPU_CAL, f)
+    r = model(LLAMA, "--gpu", "cpu", "--weights", "fp32", "--engine", "gpt-fast", "--context", "64",
+              "--calibration", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    lever = next(x for x in json.loads(r.stdout)["levers"] if x["lever"].startswith("gpu gb200"))
+    # GB200 (8 TB/s) with gpt-fast's own profile (engines.toml: bw_efficiency 0.747, kernel floor
+    # 1.1 us, host 1.01 ms per pass), one request at 64 tokens of context:
+    #   weights 1,104,218,112 B + KV cache 16 layers x 2 (K, V) x 4 heads x 64 dims x 2 B x 65 tokens
+    #   = 1,064,960 B: 1,105,283,072 B / (8e12 x 0.747) B/s = 0.184954 ms
+    #   kernel floors 196 x 1.1 us = 0.2156 ms; host 1.01 ms
+    #   round 1.410554 ms -> 708.94 tok/s
+    # (with the CPU's measured 3.8 / 12 GB/s efficiency and 10 us floor instead: 0.436 + 1.96 + 1.01
+    # = 3.406 ms, 293.6 tok/s)
+    assert lever["tok_s"] == pytest.approx(1e3 / (1_105_283_072 / (8e12 * 0.747) * 1e3 + 0.2156 + 1.01), rel=1e-6)

@@ -127,3 +127,21 @@ def test_nvml_missing_is_none_not_a_crash():
         assert nvml() is None and driver_version() is None
         return
     pytest.skip("NVML starts on this machine")
+
+
+def test_nvml_cpu_masks_read_as_the_kernels_cpu_list():
+    # nvmlDeviceGetCpuAffinity: 64 CPUs per word, lowest first. 0xFFFF = CPUs 0-15; in the second
+    # word 0xFFFF << 0 again = CPUs 64-79, bit 20 = CPU 84
+    assert probe.cpu_list([0xFFFF]) == "0-15"
+    assert probe.cpu_list([0xFFFF0000FFFF]) == "0-15,32-47"
+    assert probe.cpu_list([0, 0xFFFF | 1 << 20]) == "64-79,84"
+    assert probe.cpu_list([0b101]) == "0,2"
+
+
+def test_nvml_topology_levels_map_onto_the_topo_legend():
+    # nvml.h nvmlGpuTopologyLevel_t, as nvidia-ml-py names them, against `nvidia-smi topo -m`'s legend:
+    # PIX one PCIe switch, PXB several, PHB the host bridge, NODE one NUMA node, SYS across sockets
+    pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py (the [gpu] extra) not installed")
+    assert probe.NVML_TOPO == {pynvml.NVML_TOPOLOGY_INTERNAL: "PIX", pynvml.NVML_TOPOLOGY_SINGLE: "PIX",
+                               pynvml.NVML_TOPOLOGY_MULTIPLE: "PXB", pynvml.NVML_TOPOLOGY_HOSTBRIDGE: "PHB",
+                               pynvml.NVML_TOPOLOGY_NODE: "NODE", pynvml.NVML_TOPOLOGY_SYSTEM: "SYS"}
