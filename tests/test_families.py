@@ -57,6 +57,10 @@ PUBLISHED = [
     # model card: 253B parameters
     ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
      "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
+    # Falcon-H1 technical report, model table (params in billions): 0.5B 0.52, 3B 3.15, 7B 7.59
+    ("tiiuae__Falcon-H1-0.5B-Base", 0.52, "total", "https://arxiv.org/abs/2507.22448"),
+    ("tiiuae__Falcon-H1-3B-Base.trimmed", 3.15, "total", "https://arxiv.org/abs/2507.22448"),
+    ("tiiuae__Falcon-H1-7B-Base.trimmed", 7.59, "total", "https://arxiv.org/abs/2507.22448"),
 ]
 
 

@@ -225,6 +225,7 @@ class Mamba2:
     mamba_proj_bias: bool = False
     state_dtype_bytes: int = 4
     conv_dtype_bytes: int = 2
+    gated_norm: bool = True  # the gated RMSNorm before out_proj (Falcon-H1's mamba_rms_norm may drop it)
     kernels = 8  # norm, in_proj, conv, ssm update, gated norm, out_proj, residual
 
     @property
@@ -245,8 +246,9 @@ class Mamba2:
             ts.append(Tensor("conv1d.bias", (self.conv_dim,), "col", linear=False))
         ts += [Tensor("dt_bias", (nh,), "col", linear=False),
                Tensor("A_log", (nh,), "col", linear=False),
-               Tensor("D", (nh,), "col", linear=False),
-               Tensor("mixer_norm", (self.intermediate,), "col", linear=False)]
+               Tensor("D", (nh,), "col", linear=False)]
+        if self.gated_norm:
+            ts.append(Tensor("mixer_norm", (self.intermediate,), "col", linear=False))
         ts += _linear("out_proj", h, self.intermediate, "row", self.mamba_proj_bias)
         return ts
 
@@ -337,13 +339,13 @@ def _layer_tensors(layer: "Layer") -> tuple[Tensor, ...]:
                  + list(layer.extra))
 
 
-Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2
+Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2; more in decodescope.arch.mixers
 MLP = DenseMLP | MoE
 
 
 @dataclass(frozen=True)
 class Layer:
-    kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
+    kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "hybrid", "mlp", "moe"
     mixer: Mixer | None
     mlp: MLP | None
     extra: tuple[Tensor, ...] = ()  # family-specific norms and norm biases (Gemma 2/3 sandwich norms)

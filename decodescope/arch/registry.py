@@ -9,6 +9,7 @@ from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
                                        build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
                                        build_starcoder2, translate)
+from decodescope.arch.hybrids import build_falcon_h1
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -29,6 +30,7 @@ FAMILIES = {
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
     "granitemoehybrid": build_granite_hybrid,
+    "falcon_h1": build_falcon_h1,
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32

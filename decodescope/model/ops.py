@@ -173,10 +173,12 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
-    if isinstance(layer.mixer, (Attention, MLA)):
-        ops.append(attention_op(layer.mixer, d, batch, tokens_per_req, r))
-    elif isinstance(layer.mixer, (GatedDeltaNet, Mamba2)):
-        ops.append(state_op(layer.mixer, d, batch, tokens_per_req, r))
+    # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
+    for m in getattr(layer.mixer, "parts", (layer.mixer,)):
+        if isinstance(m, (Attention, MLA)):
+            ops.append(attention_op(m, d, batch, tokens_per_req, r))
+        elif isinstance(m, (GatedDeltaNet, Mamba2)):
+            ops.append(state_op(m, d, batch, tokens_per_req, r))
     if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
         msg = tokens * layer_hidden(layer) * ACT_BYTES
         ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)

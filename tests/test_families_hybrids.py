@@ -1,0 +1,42 @@
+"""Falcon-H1 and the other families added after tests/test_families.py: the physics of
+their layers, with the expectations worked out by hand from the configs."""
+
+from pathlib import Path
+
+from decodescope.arch import ParallelHybrid, load_arch
+from decodescope.model import make_deployment
+from decodescope.model.memory import per_request_cache
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+
+def test_falcon_h1_runs_attention_and_mamba2_in_every_layer():
+    a = load_arch(str(CONFIGS / "tiiuae__Falcon-H1-7B-Base.trimmed.json"))
+    assert a.layer_counts() == {"hybrid": 44} and isinstance(a.layers[0].mixer, ParallelHybrid)
+    attn, mamba = a.layers[0].mixer.parts
+    # 12 query heads and 2 KV heads of 128: K and V per token and layer 2 x 2 x 128 x 2 B = 1024 B
+    assert attn.kv_bytes_per_token(2, 2) == 1024
+    # Mamba2: 24 heads x 128 = d_ssm 3072; state 24 x 128 x 256 x 4 B (fp32) = 3,145,728 B,
+    # conv window (3072 + 2 x 1 x 256) x (4 - 1) x 2 B = 21,504 B
+    assert mamba.state_bytes(1) == 3_145_728 + 21_504
+    names = [t.name for t in a.layers[0].tensors()]
+    # one input norm for both branches, the MLP's own (pre_ff_layernorm) and nothing else
+    assert sorted(n for n in names if "norm" in n) == ["input_layernorm", "post_attention_layernorm"]
+    # in_proj: z (3072) + x, B, C (3072 + 2 x 256) + dt (24 heads) = 6680 rows
+    assert dict((t.name, t.shape) for t in a.layers[0].tensors())["in_proj"] == (6680, 3072)
+
+
+def test_falcon_h1_gated_norm_only_with_mamba_rms_norm():
+    a = load_arch(str(CONFIGS / "tiiuae__Falcon-H1-0.5B-Base.json"))  # mamba_rms_norm: false
+    assert "mixer_norm" not in [t.name for t in a.layers[0].tensors()]
+    # d_ssm = 24 heads x mamba_d_head 64 = 1536 (the config gives no mamba_d_ssm)
+    assert a.layers[0].mixer.mamba.intermediate == 1536
+
+
+def test_falcon_h1_request_holds_kv_cache_and_state():
+    a = load_arch(str(CONFIGS / "tiiuae__Falcon-H1-7B-Base.trimmed.json"))
+    d = make_deployment(a, "h100-sxm", context=1000)
+    kv, state = per_request_cache(a, d, a.layers)
+    # 44 layers x 1001 tokens (context + the decoded one) x 1024 B; 44 x one state slot
+    assert kv == 44 * 1001 * 1024
+    assert state == 44 * (3_145_728 + 21_504)
