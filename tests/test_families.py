@@ -61,6 +61,16 @@ PUBLISHED = [
     ("tiiuae__Falcon-H1-0.5B-Base", 0.52, "total", "https://arxiv.org/abs/2507.22448"),
     ("tiiuae__Falcon-H1-3B-Base.trimmed", 3.15, "total", "https://arxiv.org/abs/2507.22448"),
     ("tiiuae__Falcon-H1-7B-Base.trimmed", 7.59, "total", "https://arxiv.org/abs/2507.22448"),
+    # the names and cards: 120B total, 12B active (A12B); 550B total, 55B active (A55B)
+    ("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", 120, "total",
+     "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"),
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550, "total",
+     "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"),
+    # Qwen3-VL's language models have Qwen3-30B-A3B's and Qwen3-8B's dimensions; their cards:
+    # "Number of Parameters: 30.5B in total and 3.3B activated", "Number of Parameters: 8.2B"
+    # (the VL cards' totals add the vision encoder, which decode does not read)
+    ("Qwen__Qwen3-VL-30B-A3B-Instruct", 30.5, "total", "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
+    ("Qwen__Qwen3-VL-8B-Instruct", 8.2, "total", "https://huggingface.co/Qwen/Qwen3-8B"),
 ]
 
 

@@ -40,3 +40,26 @@ def test_falcon_h1_request_holds_kv_cache_and_state():
     # 44 layers x 1001 tokens (context + the decoded one) x 1024 B; 44 x one state slot
     assert kv == 44 * 1001 * 1024
     assert state == 44 * (3_145_728 + 21_504)
+
+
+def test_nemotron3_super_routes_experts_in_a_latent():
+    a = load_arch(str(CONFIGS / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json"))
+    moe = next(x.mlp for x in a.layers if x.kind == "moe")
+    shapes = {t.name: (t.shape, t.experts) for t in moe.tensors()}
+    # 512 experts of relu2 (ungated) 2688 between latent 1024 and back; hidden 4096
+    assert shapes["experts.gate_up_proj"] == ((2688, 1024), 512)
+    assert shapes["experts.down_proj"] == ((1024, 2688), 512)
+    assert shapes["fc1_latent_proj"] == ((1024, 4096), 1) and shapes["fc2_latent_proj"] == ((4096, 1024), 1)
+    # the shared expert (5376, relu2) and the router stay at hidden width
+    assert shapes["shared_expert.gate_up_proj"] == ((5376, 4096), 1) and shapes["router"] == ((512, 4096), 1)
+    # routed experts of one layer: 512 x 2 x 2688 x 1024 = 2,818,572,288
+    assert sum(t.params for t in moe.tensors() if t.name.startswith("experts.")) == 2_818_572_288
+    # one MTP module ("*E"): attention + latent MoE
+    assert len(a.mtp) == 1 and a.mtp[0].layer.mlp.latent_size == 1024
+
+
+def test_nemotron3_ultra_reads_layers_block_type():
+    a = load_arch(str(CONFIGS / "nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json"))
+    # the config's layers_block_type list: 48 mamba, 48 moe, 12 attention (no pattern string)
+    assert a.layer_counts() == {"mamba": 48, "moe": 48, "attention": 12}
+    assert abs(a.params_active / 1e9 - 55) <= 0.02 * 55  # the name's A55B, within 2 %

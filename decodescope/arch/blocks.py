@@ -314,6 +314,10 @@ class MoE:
     gated: bool = True
     bias: bool = False  # gpt-oss: expert and router biases
     router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias, gpt-oss router bias
+    # Nemotron 3 latent MoE (moe_latent_size): the routed experts run in a narrower latent,
+    # fc1_latent_proj [latent, hidden] in and fc2_latent_proj [hidden, latent] out; the
+    # router and the shared expert stay at hidden_size
+    latent_size: int = 0
     kernels = 8  # norm, router GEMM, top-k, expert GEMMs x2 + act, shared expert, combine
 
     def tensors(self) -> list[Tensor]:
@@ -321,9 +325,12 @@ class MoE:
         ts = [_norm("post_attention_layernorm", h), Tensor("router", (e, h), "rep", linear=False)]
         if self.router_bias:
             ts.append(Tensor("router.bias", (e,), "rep", linear=False))
+        x = self.latent_size or h  # the width the experts read and write
+        if self.latent_size:
+            ts += [Tensor("fc1_latent_proj", (x, h), "rep"), Tensor("fc2_latent_proj", (h, x), "rep")]
         up = 2 * i if self.gated else i
-        ts += _linear("experts.gate_up_proj", up, h, "col", self.bias, experts=e)
-        ts += _linear("experts.down_proj", h, i, "row", self.bias, experts=e)
+        ts += _linear("experts.gate_up_proj", up, x, "col", self.bias, experts=e)
+        ts += _linear("experts.down_proj", x, i, "row", self.bias, experts=e)
         if self.shared_expert_intermediate_size:
             s = self.shared_expert_intermediate_size
             ts += [Tensor("shared_expert.gate_up_proj", (2 * s if self.gated else s, h), "col"),

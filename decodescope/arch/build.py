@@ -1,9 +1,9 @@
 """The shared parts of the family builders (attention, MLP / MoE, MTP modules) and the
-builders of the Llama-style, DeepSeek, Qwen-hybrid and Nemotron-H families. A builder is
+builders of the Llama-style, DeepSeek and Qwen-hybrid families. A builder is
 `(Fields) -> (layers, mtp, notes)`; decodescope.arch.registry maps model_type to builder."""
 
 from decodescope.arch.arch import MTPModule
-from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
+from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, MoE, Tensor
 from decodescope.arch.config import RawConfig
 from decodescope.arch.fields import Fields
 from decodescope.errors import DecodescopeError
@@ -212,32 +212,3 @@ def build_qwen_hybrid(f: Fields):
                       Tensor("norm", (hidden,), "rep", linear=False)))
            for _ in range(n_mtp or 0)]
     return layers, mtp, notes
-
-
-def build_nemotron_h(f: Fields):
-    """Nemotron-H: a pattern string, one letter per block: M mamba2, * attention, - MLP, E MoE."""
-    pattern = f.need("hybrid_override_pattern", "the Nemotron-H layer pattern")
-    if not isinstance(pattern, str):
-        raise DecodescopeError(f"{f.source}: hybrid_override_pattern is not a string", "one letter per layer")
-    ssm = state_dtype(f)
-    hidden = f.need("hidden_size")
-    layers = []
-    for i, ch in enumerate(pattern):
-        if ch == "M":
-            mixer = Mamba2(hidden, f.need("mamba_num_heads", "Mamba2"), f.need("mamba_head_dim", "Mamba2"),
-                           f.need("n_groups", "Mamba2"), f.need("ssm_state_size", "Mamba2"),
-                           f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
-                           bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[ssm])
-            layers.append(Layer("mamba", mixer, None))
-        elif ch == "*":
-            layers.append(Layer("attention", attention(f), None))
-        elif ch == "-":
-            layers.append(Layer("mlp", None, DenseMLP(hidden, f.need("intermediate_size"), gated=False)))
-        elif ch == "E":
-            block = moe(f, gated=False, router_bias=True,
-                       shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", default=0))
-            layers.append(Layer("moe", None, block))
-        else:
-            raise DecodescopeError(f"{f.source}: hybrid_override_pattern letter '{ch}' at {i} is unknown",
-                                   "known letters: M (mamba2), * (attention), - (MLP), E (MoE)")
-    return layers, [], ()

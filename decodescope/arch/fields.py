@@ -31,7 +31,8 @@ INT_RANGES = {
     **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), (0, 1 << 16)),
     **dict.fromkeys(("n_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
                      "moe_layer_start_index", "attn_layer_offset", "expert_layer_offset"), _OPTIONAL),
-    **dict.fromkeys(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"), (0, 1 << 20)),
+    **dict.fromkeys(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "moe_latent_size"),
+                    (0, 1 << 20)),
     # speculative modules: the released ones carry 1 to 3
     **dict.fromkeys(("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules"), (0, 64)),
     **dict.fromkeys(("sliding_window", "attention_chunk_size", "index_topk"), (0, 1 << 31)),

@@ -1,8 +1,8 @@
-"""Builders of the newer hybrid and latent-MoE families: Falcon-H1 (attention and Mamba2
-in parallel in every layer)."""
+"""Builders of the Mamba2 hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
+MoE) and Falcon-H1 (attention and Mamba2 in parallel in every layer)."""
 
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba2
-from decodescope.arch.build import STATE_DTYPE_BYTES, attention, state_dtype
+from decodescope.arch.build import STATE_DTYPE_BYTES, attention, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields
 from decodescope.arch.mixers import ParallelHybrid
 from decodescope.errors import DecodescopeError
@@ -36,3 +36,64 @@ def build_falcon_h1(f: Fields):
     mixer = ParallelHybrid(attention(f), _falcon_mamba(f))
     mlp = DenseMLP(h, f.need("intermediate_size"), bias=bool(f.get("mlp_bias", default=False)))
     return [Layer("hybrid", mixer, mlp)] * f.need("num_hidden_layers"), [], ()
+
+
+# Nemotron-H layer kinds: hybrid_override_pattern letters and layers_block_type words
+NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_pattern(f: Fields, letters: str, words: str) -> list[str] | None:
+    """Layer kinds from a pattern string (`letters`) or a list of kind words (`words`)."""
+    if f.get(letters) is not None:
+        pattern = f.get(letters)
+        if not isinstance(pattern, str):
+            raise DecodescopeError(f"{f.source}: {letters} is not a string", "one letter per layer")
+        unknown = next((i for i, ch in enumerate(pattern) if ch not in NEMOTRON_KINDS), None)
+        if unknown is not None:
+            raise DecodescopeError(f"{f.source}: {letters} letter '{pattern[unknown]}' at {unknown} is unknown",
+                                   "known letters: M (mamba2), * (attention), - (MLP), E (MoE)")
+        return [NEMOTRON_KINDS[ch] for ch in pattern]
+    kinds = f.list_(words, str)
+    if kinds is not None and not set(kinds) <= set(NEMOTRON_KINDS.values()):
+        raise DecodescopeError(f"{f.source}: {words} holds {sorted(set(kinds) - set(NEMOTRON_KINDS.values()))}",
+                               "known kinds: mamba, attention, mlp, moe")
+    return kinds
+
+
+def _nemotron_block(f: Fields, kind: str):
+    h = f.need("hidden_size")
+    if kind == "mamba":
+        return Mamba2(h, f.need("mamba_num_heads", "Mamba2"), f.need("mamba_head_dim", "Mamba2"),
+                      f.need("n_groups", "Mamba2"), f.need("ssm_state_size", "Mamba2"),
+                      f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
+                      bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    if kind == "attention":
+        return attention(f)
+    if kind == "mlp":
+        return DenseMLP(h, f.need("intermediate_size"), gated=False)
+    return moe(f, gated=False, router_bias=True, latent_size=f.get("moe_latent_size", default=0),
+               shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", default=0))
+
+
+def build_nemotron_h(f: Fields):
+    """Nemotron-H and Nemotron 3: one kind per layer, from hybrid_override_pattern (M mamba2,
+    * attention, - MLP, E MoE) or layers_block_type; Nemotron 3 Super / Ultra route their
+    experts in a latent (moe_latent_size) and carry MTP layers (mtp_hybrid_override_pattern,
+    e.g. "*E": one attention and one MoE block per module)."""
+    kinds = _nemotron_pattern(f, "hybrid_override_pattern", "layers_block_type")
+    if not kinds:
+        raise DecodescopeError(f"{f.source}: field 'hybrid_override_pattern' is missing (needed for the "
+                               "Nemotron-H layer pattern)", "add hybrid_override_pattern or layers_block_type")
+    layers = []
+    for kind in kinds:
+        block = _nemotron_block(f, kind)
+        mixer = block if kind in ("mamba", "attention") else None
+        layers.append(Layer(kind, mixer, None if mixer else block))
+    mtp_kinds = _nemotron_pattern(f, "mtp_hybrid_override_pattern", "mtp_layers_block_type") or []
+    mtp = []
+    if mtp_kinds and f.get("num_nextn_predict_layers"):
+        # one module: its blocks in order, folded into one layer (a mixer and an MLP at most)
+        mixer = next((_nemotron_block(f, k) for k in mtp_kinds if k in ("mamba", "attention")), None)
+        mlp = next((_nemotron_block(f, k) for k in mtp_kinds if k in ("mlp", "moe")), None)
+        mtp = nextn_mtp(f, Layer(mtp_kinds[0], mixer, mlp))
+    return layers, mtp, ()

@@ -4,19 +4,21 @@ To add a family: write a builder `(Fields) -> (layers, mtp, notes)` (decodescope
 build.py or families.py) and list its model_type(s) in FAMILIES."""
 
 from decodescope.arch.arch import Arch
-from decodescope.arch.build import build_decoder, build_deepseek, build_nemotron_h, build_qwen_hybrid, text_fields
+from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
                                        build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
                                        build_starcoder2, translate)
-from decodescope.arch.hybrids import build_falcon_h1
+from decodescope.arch.hybrids import build_falcon_h1, build_nemotron_h
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
                      "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
                      "olmo2", "olmoe", "granite", "phi3", "internlm2", "baichuan", "chatglm",
-                     "ernie4_5_moe"), build_decoder),
+                     "ernie4_5_moe",
+                     # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
+                     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"), build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
