@@ -71,6 +71,19 @@ PUBLISHED = [
     # (the VL cards' totals add the vision encoder, which decode does not read)
     ("Qwen__Qwen3-VL-30B-A3B-Instruct", 30.5, "total", "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
     ("Qwen__Qwen3-VL-8B-Instruct", 8.2, "total", "https://huggingface.co/Qwen/Qwen3-8B"),
+    # model card: Number of Parameters (without embeddings): 30.95B (embedding and LM head left out)
+    ("LGAI-EXAONE__EXAONE-4.0-32B", 30.95, "layers", "https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B"),
+    # model card: 142B total parameters, 14B activated
+    ("rednote-hilab__dots.llm1.inst.trimmed", 142, "total", "https://huggingface.co/rednote-hilab/dots.llm1.inst"),
+    # model card: 36B parameters
+    ("ByteDance-Seed__Seed-OSS-36B-Instruct.trimmed", 36, "total",
+     "https://huggingface.co/ByteDance-Seed/Seed-OSS-36B-Instruct"),
+    # hub page: 3.08B params (the card's "3B")
+    ("HuggingFaceTB__SmolLM3-3B.trimmed", 3.08, "total", "https://huggingface.co/HuggingFaceTB/SmolLM3-3B"),
+    # the language model of Mistral Small 3.1 / 3.2 has Mistral Small 3's dimensions; hub page of
+    # Mistral-Small-24B-Instruct-2501 (text only): 23.6B params (the 3.x cards' "24B" adds Pixtral)
+    ("mistralai__Mistral-Small-3.2-24B-Instruct-2506", 23.6, "total",
+     "https://huggingface.co/mistralai/Mistral-Small-24B-Instruct-2501"),
 ]
 
 
@@ -78,7 +91,7 @@ PUBLISHED = [
 def test_params_within_one_percent_of_published(name, published, what, url):
     a = load_arch(str(CONFIGS / f"{name}.json"))
     ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
-            "non_embedding": a.params_total - a.embedding.params}[what] / 1e9
+            "non_embedding": a.params_total - a.embedding.params, "layers": a.params_layers_total}[what] / 1e9
     assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
 
 

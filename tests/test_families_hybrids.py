@@ -63,3 +63,38 @@ def test_nemotron3_ultra_reads_layers_block_type():
     # the config's layers_block_type list: 48 mamba, 48 moe, 12 attention (no pattern string)
     assert a.layer_counts() == {"mamba": 48, "moe": 48, "attention": 12}
     assert abs(a.params_active / 1e9 - 55) <= 0.02 * 55  # the name's A55B, within 2 %
+
+
+def test_exaone4_every_fourth_layer_is_global_and_q_k_normed_per_head():
+    a = load_arch(str(CONFIGS / "LGAI-EXAONE__EXAONE-4.0-32B.json"))
+    # sliding_window_pattern 4: layers 3, 7, ..., 63 global, the other 48 within 4096 tokens
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == list(range(3, 64, 4))
+    assert a.layers[0].mixer.sliding_window == 4096
+    shapes = {t.name: t.shape for t in a.layers[0].tensors()}
+    assert shapes["q_norm"] == (128,) and shapes["k_norm"] == (128,)
+
+
+def test_exaone4_pattern_string_repeats_over_the_layers(tmp_path):
+    import json
+    cfg = json.loads((CONFIGS / "LGAI-EXAONE__EXAONE-4.0-32B.json").read_text())
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({**cfg, "num_hidden_layers": 8, "sliding_window_pattern": "LLLG"}))
+    assert [x.kind for x in load_arch(str(p)).layers] == ["sliding_attention"] * 3 + ["attention"] + \
+        ["sliding_attention"] * 3 + ["attention"]
+
+
+def test_dots1_first_layer_dense_then_deepseek_style_moe():
+    a = load_arch(str(CONFIGS / "rednote-hilab__dots.llm1.inst.trimmed.json"))
+    assert a.layers[0].mlp.intermediate_size == 10944  # first_k_dense_replace 1
+    moe = a.layers[1].mlp
+    # 128 experts of 1408, 6 per token, 2 shared experts = one of 2 x 1408, a correction bias
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (128, 6, 2816)
+    assert moe.router_bias and "q_norm" in [t.name for t in a.layers[0].tensors()]
+    assert abs(a.params_active / 1e9 - 14) <= 0.14  # the card's "14B activated"
+
+
+def test_seed_oss_biases_q_k_v_but_not_o():
+    a = load_arch(str(CONFIGS / "ByteDance-Seed__Seed-OSS-36B-Instruct.trimmed.json"))
+    names = {t.name: t.shape for t in a.layers[0].tensors()}
+    # 80 query heads and 8 KV heads of 128
+    assert names["q_proj.bias"] == (10240,) and names["k_proj.bias"] == (1024,) and "o_proj.bias" not in names

@@ -10,9 +10,12 @@ from decodescope.errors import DecodescopeError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # families whose q/k/v projections carry biases though their configs name no attention_bias
-QKV_BIAS = ("qwen2", "qwen2_moe", "mimo")
+# (SeedOssConfig's default attention_bias is true, its attention_out_bias false)
+QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss")
 # families whose attention_bias covers q, k and v but not o_proj
 QKV_ONLY = (*QKV_BIAS, "glm4_moe", "chatglm")
+# families that normalise q and k per head (q_norm / k_norm of head_dim)
+QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "dots1")
 
 
 def text_fields(raw: RawConfig) -> Fields:
@@ -36,7 +39,7 @@ def attention(f: Fields, window: int | None = None, **kw) -> Attention:
     hidden = f.need("hidden_size")
     bias, mt = bool(f.get("attention_bias", default=False)), f.str_("model_type")
     kw.setdefault("attention_bias", bias or mt in QKV_BIAS)
-    kw.setdefault("o_bias", bias and mt not in QKV_ONLY)
+    kw.setdefault("o_bias", bool(f.get("attention_out_bias", default=bias and mt not in QKV_ONLY)))
     # HF's documented default: no num_key_value_heads means MHA
     kw.setdefault("num_key_value_heads", f.get("num_key_value_heads", default=heads))
     kw.setdefault("head_dim", f.get("head_dim", "attention_head_dim", default=max(1, hidden // heads)))
@@ -110,7 +113,7 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
                 shared_expert_gate=bool(shared) and mt.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")),
                 # DeepSeek-V3-style sigmoid routing keeps a per-expert correction bias
                 router_bias=f.get("topk_method") == "noaux_tc" or bool(f.get("use_routing_bias"))
-                or mt in ("glm4_moe", "glm_moe_dsa"))
+                or mt in ("glm4_moe", "glm_moe_dsa", "dots1"))
 
 
 def _num_layers(f: Fields) -> int:
@@ -125,7 +128,7 @@ def build_decoder(f: Fields):
     window = f.get("sliding_window")
     types = _layer_types(f, n)
     chunk = f.get("attention_chunk_size") if mt.startswith("llama4") else None
-    qk_norm = mt.startswith(("qwen3", "gemma3", "olmo")) or bool(f.get("use_qk_norm"))
+    qk_norm = mt.startswith(QK_NORM) or bool(f.get("use_qk_norm"))
     h = f.need("hidden_size")
     # Gemma 2/3 wrap the MLP in two more norms (pre_ and post_feedforward_layernorm)
     extra = (Tensor("pre_feedforward_layernorm", (h,), "rep", linear=False),

@@ -45,9 +45,30 @@ def translate(f: Fields) -> Fields:
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
     if mt.startswith("gemma3"):
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
+    if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
+        return _exaone4_layer_types(f)
     if mt.startswith("gemma4"):
         return _rename(f, {"num_experts_per_tok": "top_k_experts"})
     return f
+
+
+def _exaone4_layer_types(f: Fields) -> Fields:
+    """EXAONE 4.0's layer_types from sliding_window_pattern, as transformers' Exaone4Config
+    derives them: "LLLG" repeats over the layers, an int n makes every n-th layer global;
+    no sliding_window makes every layer global."""
+    n = f.need("num_hidden_layers")
+    pattern = f.data.get("sliding_window_pattern")
+    if f.data.get("layer_types") is not None or pattern is None:
+        return f
+    if not f.get("sliding_window"):
+        types = ["full_attention"] * n
+    elif isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"} and len(pattern) <= 64:
+        types = ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(n)]
+    else:
+        p = check_int(f.source, "sliding_window_pattern", pattern)
+        types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
+    data = {k: v for k, v in f.data.items() if k != "sliding_window_pattern"}
+    return Fields({**data, "layer_types": types}, f.source)
 
 
 def build_cohere(f: Fields):

@@ -18,7 +18,8 @@ FAMILIES = {
                      "olmo2", "olmoe", "granite", "phi3", "internlm2", "baichuan", "chatglm",
                      "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
-                     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text"), build_decoder),
+                     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
+                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1"), build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
