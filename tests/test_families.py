@@ -84,6 +84,8 @@ PUBLISHED = [
     # Mistral-Small-24B-Instruct-2501 (text only): 23.6B params (the 3.x cards' "24B" adds Pixtral)
     ("mistralai__Mistral-Small-3.2-24B-Instruct-2506", 23.6, "total",
      "https://huggingface.co/mistralai/Mistral-Small-24B-Instruct-2501"),
+    # model card table: Parameters 1,170,340,608
+    ("LiquidAI__LFM2-1.2B.trimmed", 1.170340608, "total", "https://huggingface.co/LiquidAI/LFM2-1.2B"),
 ]
 
 

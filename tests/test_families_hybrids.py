@@ -98,3 +98,20 @@ def test_seed_oss_biases_q_k_v_but_not_o():
     names = {t.name: t.shape for t in a.layers[0].tensors()}
     # 80 query heads and 8 KV heads of 128
     assert names["q_proj.bias"] == (10240,) and names["k_proj.bias"] == (1024,) and "o_proj.bias" not in names
+
+
+def test_lfm2_short_convolutions_keep_a_conv_window_and_the_mlp_is_two_thirds():
+    a = load_arch(str(CONFIGS / "LiquidAI__LFM2-1.2B.trimmed.json"))
+    # full_attn_idxs [2, 5, 8, 10, 12, 14]: 6 attention layers, 10 convolution layers
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == [2, 5, 8, 10, 12, 14]
+    conv = a.layers[0].mixer
+    # a request keeps conv_L_cache - 1 = 2 inputs of 2048 channels in bf16: 8192 B per layer
+    assert conv.state_bytes(1) == 2 * 2048 * 2
+    # block_ff_dim 12288 auto-adjusted: int(2 x 12288 / 3) = 8192, already a multiple of 256
+    assert a.layers[0].mlp.intermediate_size == 8192
+    # the card's exact figure; tied embeddings (Lfm2Config's default)
+    assert a.params_total == 1_170_340_608 and a.tie_word_embeddings
+    d = make_deployment(a, "h100-sxm", context=1000)
+    kv, state = per_request_cache(a, d, a.layers)
+    # 6 attention layers x 1001 tokens x K and V of 8 heads x 64 x 2 B; 10 conv windows
+    assert kv == 6 * 1001 * 2 * 8 * 64 * 2 and state == 10 * 8192

@@ -47,6 +47,8 @@ def translate(f: Fields) -> Fields:
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
     if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
         return _exaone4_layer_types(f)
+    if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
+        return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
         return _rename(f, {"num_experts_per_tok": "top_k_experts"})
     return f

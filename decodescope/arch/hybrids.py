@@ -1,10 +1,11 @@
-"""Builders of the Mamba2 hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
-MoE) and Falcon-H1 (attention and Mamba2 in parallel in every layer)."""
+"""Builders of the recurrent hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
+MoE), Falcon-H1 (attention and Mamba2 in parallel in every layer) and LFM2 (gated short
+convolutions between attention layers)."""
 
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba2
 from decodescope.arch.build import STATE_DTYPE_BYTES, attention, moe, nextn_mtp, state_dtype
-from decodescope.arch.fields import Fields
-from decodescope.arch.mixers import ParallelHybrid
+from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.mixers import ParallelHybrid, ShortConv
 from decodescope.errors import DecodescopeError
 
 
@@ -97,3 +98,38 @@ def build_nemotron_h(f: Fields):
         mlp = next((_nemotron_block(f, k) for k in mtp_kinds if k in ("mlp", "moe")), None)
         mtp = nextn_mtp(f, Layer(mtp_kinds[0], mixer, mlp))
     return layers, mtp, ()
+
+
+def _lfm2_ff(f: Fields) -> int:
+    """LFM2's MLP width as transformers' Lfm2MLP derives it: with block_auto_adjust_ff_dim,
+    2/3 of intermediate_size (block_ff_dim), times block_ffn_dim_multiplier, rounded up to
+    a multiple of block_multiple_of."""
+    ff = f.need("intermediate_size", "the MLP (block_ff_dim)")
+    if not f.get("block_auto_adjust_ff_dim", default=True):
+        return ff
+    ff = int(2 * ff / 3)
+    mult = f.get("block_ffn_dim_multiplier", default=1.0)
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
+        raise DecodescopeError(f"{f.source}: block_ffn_dim_multiplier {mult!r} out of range",
+                               "a positive factor of the MLP width, at most 64")
+    ff = int(mult * ff)
+    step = check_int(f.source, "block_multiple_of", f.get("block_multiple_of", default=256))
+    return max(step, -(-ff // step) * step)
+
+
+def build_lfm2(f: Fields):
+    """LFM2: gated short-convolution layers ("conv") and GQA attention layers with per-head
+    q/k norms (layer_types, or full_attn_idxs in the first configs), each followed by a
+    SwiGLU MLP."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if types is None:
+        full = set(f.list_("full_attn_idxs", int) or range(n))
+        types = ["full_attention" if i in full else "conv" for i in range(n)]
+    if len(types) != n or not set(types) <= {"conv", "full_attention"}:
+        raise DecodescopeError(f"{f.source}: layer_types must give \"conv\" or \"full_attention\" for each of "
+                               f"{n} layers", "fix layer_types (or full_attn_idxs)")
+    conv = ShortConv(h, f.need("conv_L_cache", "LFM2's short convolution"), bool(f.get("conv_bias", default=False)))
+    mlp = DenseMLP(h, _lfm2_ff(f))
+    attn = attention(f, qk_norm=True)
+    return [Layer("conv", conv, mlp) if t == "conv" else Layer("attention", attn, mlp) for t in types], [], ()

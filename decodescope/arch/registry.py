@@ -9,7 +9,7 @@ from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
                                        build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
                                        build_starcoder2, translate)
-from decodescope.arch.hybrids import build_falcon_h1, build_nemotron_h
+from decodescope.arch.hybrids import build_falcon_h1, build_lfm2, build_nemotron_h
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -34,6 +34,7 @@ FAMILIES = {
     "jamba": build_jamba,
     "granitemoehybrid": build_granite_hybrid,
     "falcon_h1": build_falcon_h1,
+    "lfm2": build_lfm2,
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
@@ -41,7 +42,7 @@ FAMILIES = {
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:

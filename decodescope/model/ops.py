@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import TYPE_CHECKING
 
-from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
+from decodescope.arch import MLA, RECURRENT, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, ShortConv, Tensor
 from decodescope.model.formats import WeightFormat
 
 if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
@@ -127,7 +127,7 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
     return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
 
 
-def state_op(mixer: GatedDeltaNet | Mamba2, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
+def state_op(mixer: GatedDeltaNet | Mamba2 | ShortConv, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
     """Recurrent state: read once, written after each token of the pass (a verify pass
     keeps every intermediate state so that rejected draft tokens can be rolled back).
     Engines that keep those in scratch copy the accepted one into the cache afterwards:
@@ -177,7 +177,7 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
         if isinstance(m, (Attention, MLA)):
             ops.append(attention_op(m, d, batch, tokens_per_req, r))
-        elif isinstance(m, (GatedDeltaNet, Mamba2)):
+        elif isinstance(m, RECURRENT):  # GatedDeltaNet, Mamba2, LFM2's ShortConv
             ops.append(state_op(m, d, batch, tokens_per_req, r))
     if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
         msg = tokens * layer_hidden(layer) * ACT_BYTES
