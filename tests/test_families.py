@@ -86,6 +86,8 @@ PUBLISHED = [
      "https://huggingface.co/mistralai/Mistral-Small-24B-Instruct-2501"),
     # model card table: Parameters 1,170,340,608
     ("LiquidAI__LFM2-1.2B.trimmed", 1.170340608, "total", "https://huggingface.co/LiquidAI/LFM2-1.2B"),
+    # model card: 309B total parameters, 15B active (its 3 MTP layers are not in this config)
+    ("XiaomiMiMo__MiMo-V2-Flash", 309, "total", "https://huggingface.co/XiaomiMiMo/MiMo-V2-Flash"),
 ]
 
 

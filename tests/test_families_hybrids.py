@@ -115,3 +115,20 @@ def test_lfm2_short_convolutions_keep_a_conv_window_and_the_mlp_is_two_thirds():
     kv, state = per_request_cache(a, d, a.layers)
     # 6 attention layers x 1001 tokens x K and V of 8 heads x 64 x 2 B; 10 conv windows
     assert kv == 6 * 1001 * 2 * 8 * 64 * 2 and state == 10 * 8192
+
+
+def test_mimo_v2_flash_sliding_layers_have_their_own_heads_and_narrow_v():
+    a = load_arch(str(CONFIGS / "XiaomiMiMo__MiMo-V2-Flash.json"))
+    # hybrid_layer_pattern: 0 (full attention) at 0, 5, 11, ..., 47; the other 39 layers slide
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
+    full, swa = a.layers[0].mixer, a.layers[1].mixer
+    # full: 4 KV heads, K 192 + V 128 per head, 2 B: 4 x 320 x 2 = 2560 B a token
+    assert full.kv_bytes_per_token(4, 2) == 2560 and not full.sinks
+    # sliding: 8 KV heads, 128-token window, a sink per head
+    assert swa.kv_bytes_per_token(8, 2) == 5120 and swa.sliding_window == 128 and swa.sinks
+    shapes = {t.name: t.shape for t in swa.tensors()}
+    # V heads of 128: v_proj 8 x 128 rows, o_proj reads 64 heads x 128
+    assert shapes["v_proj"] == (1024, 4096) and shapes["o_proj"] == (4096, 8192) and shapes["k_proj"] == (1536, 4096)
+    # layer 0 dense (moe_layer_freq 0), the rest 256 experts, 8 per token
+    assert a.layers[0].mlp.intermediate_size == 16384 and a.layers[1].mlp.num_experts == 256
+    assert abs(a.params_active / 1e9 - 15) <= 0.03 * 15  # the card's "15B active"

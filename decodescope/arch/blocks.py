@@ -68,7 +68,12 @@ class Attention:
     o_bias: bool = False  # a bias on o_proj too (attention_bias in Llama-style configs sets both)
     qk_norm_full: bool = False  # q/k norms over all heads (OLMoE, MiniMax-M2, Cohere), not one head_dim
     v_proj: bool = True  # False: K doubles as V (Gemma 4 global layers, attention_k_eq_v)
+    v_head_dim: int = 0  # a V head narrower than the Q/K head (MiMo-V2-Flash: 128 of 192); 0: head_dim
     kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
 
     def tensors(self) -> list[Tensor]:
         h, d = self.hidden_size, self.head_dim
@@ -79,8 +84,8 @@ class Attention:
         ts += _linear("q_proj", q_out, h, "col", b)
         ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
         if self.v_proj:
-            ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
-        ts += _linear("o_proj", h, self.num_attention_heads * d, "row", self.o_bias)
+            ts += _linear("v_proj", kv * self.v_dim, h, "kv", b, kv_heads=kv)
+        ts += _linear("o_proj", h, self.num_attention_heads * self.v_dim, "row", self.o_bias)
         if self.qk_norm and self.qk_norm_full:
             ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),
                    Tensor("k_norm", (kv_out,), "kv", linear=False, kv_heads=kv)]
@@ -91,16 +96,16 @@ class Attention:
         return ts
 
     def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
-        # K and V, each kv_heads x head_dim
-        return 2 * kv_heads * self.head_dim * dtype_bytes
+        # K (kv_heads x head_dim) and V (kv_heads x v_dim)
+        return kv_heads * (self.head_dim + self.v_dim) * dtype_bytes
 
     def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
         """Cache bytes one query token reads over `context` tokens."""
         return context * self.kv_bytes_per_token(kv_heads, dtype_bytes)
 
     def attention_flops_per_token(self, heads: int, context: int) -> float:
-        # QK^T and PV: 2 matmuls x 2 FLOP per MAC over head_dim x context per head
-        return 4 * heads * self.head_dim * context
+        # QK^T over head_dim and PV over v_dim: 2 FLOP per MAC, x context per head
+        return 2 * heads * (self.head_dim + self.v_dim) * context
 
 
 @dataclass(frozen=True)

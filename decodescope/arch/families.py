@@ -47,6 +47,11 @@ def translate(f: Fields) -> Fields:
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
     if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
         return _exaone4_layer_types(f)
+    if mt == "mimo_v2_flash":  # moe_layer_freq: one 0 / 1 flag per layer, not an interval
+        freq = f.data.get("moe_layer_freq")
+        if isinstance(freq, list):
+            data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
+            return Fields({**data, "moe_layers": [i for i, x in enumerate(freq) if x]}, f.source)
     if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
         return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
@@ -253,3 +258,31 @@ def build_granite_hybrid(f: Fields):
         mlp = DenseMLP(h, shared or f.need("intermediate_size"))
     layers = [Layer("mamba", mamba, mlp) if t == "mamba" else Layer("attention", attention(f), mlp) for t in types]
     return layers, [], ()
+
+
+def _per_layer_flags(f: Fields, key: str, n: int) -> list[int]:
+    flags = f.list_(key, int)
+    if flags is None or len(flags) != n or not set(flags) <= {0, 1}:
+        raise DecodescopeError(f"{f.source}: {key} must hold one 0 or 1 per layer ({n})", f"fix {key}")
+    return flags
+
+
+def build_mimo_v2(f: Fields):
+    """MiMo-V2-Flash: hybrid_layer_pattern picks sliding-window layers (1: swa_* head counts,
+    sliding_window tokens, a learned sink per head) or full-attention layers (0); Q/K heads
+    of head_dim, V heads of v_head_dim; moe_layer_freq picks the MoE layers (1) from the
+    dense ones (0)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    swa = _per_layer_flags(f, "hybrid_layer_pattern", n)
+    moe_at = set(f.list_("moe_layers", int) or ())
+    full = attention(f, v_head_dim=f.get("v_head_dim", default=0),
+                     sinks=bool(f.get("add_full_attention_sink_bias", default=False)))
+    window = attention(f, f.need("sliding_window", "the sliding-window layers"),
+                       num_key_value_heads=f.get("swa_num_key_value_heads", "num_key_value_heads"),
+                       head_dim=f.get("swa_head_dim", "head_dim"),
+                       v_head_dim=f.get("swa_v_head_dim", "v_head_dim", default=0),
+                       sinks=bool(f.get("add_swa_attention_sink_bias", default=False)))
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    routed = moe(f, router_bias=f.get("topk_method") == "noaux_tc")
+    return [Layer("sliding_attention" if s else "attention", window if s else full, routed if i in moe_at else dense)
+            for i, s in enumerate(swa)], [], ()

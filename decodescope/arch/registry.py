@@ -7,8 +7,8 @@ from decodescope.arch.arch import Arch
 from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
-                                       build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
-                                       build_starcoder2, translate)
+                                       build_mimo_v2, build_minimax_m2, build_nemotron_nas, build_nextn_decoder,
+                                       build_phimoe, build_starcoder2, translate)
 from decodescope.arch.hybrids import build_falcon_h1, build_lfm2, build_nemotron_h
 from decodescope.errors import DecodescopeError
 
@@ -35,6 +35,7 @@ FAMILIES = {
     "granitemoehybrid": build_granite_hybrid,
     "falcon_h1": build_falcon_h1,
     "lfm2": build_lfm2,
+    "mimo_v2_flash": build_mimo_v2,
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
