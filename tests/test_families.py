@@ -88,6 +88,9 @@ PUBLISHED = [
     ("LiquidAI__LFM2-1.2B.trimmed", 1.170340608, "total", "https://huggingface.co/LiquidAI/LFM2-1.2B"),
     # model card: 309B total parameters, 15B active (its 3 MTP layers are not in this config)
     ("XiaomiMiMo__MiMo-V2-Flash", 309, "total", "https://huggingface.co/XiaomiMiMo/MiMo-V2-Flash"),
+    # model card table: DeepSeek-V4-Flash 284B total, 13B active; -Pro 1.6T total, 49B active
+    ("deepseek-ai__DeepSeek-V4-Flash", 284, "total", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
+    ("deepseek-ai__DeepSeek-V4-Pro", 1600, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
 ]
 
 

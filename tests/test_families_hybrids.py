@@ -132,3 +132,33 @@ def test_mimo_v2_flash_sliding_layers_have_their_own_heads_and_narrow_v():
     # layer 0 dense (moe_layer_freq 0), the rest 256 experts, 8 per token
     assert a.layers[0].mlp.intermediate_size == 16384 and a.layers[1].mlp.num_experts == 256
     assert abs(a.params_active / 1e9 - 15) <= 0.03 * 15  # the card's "15B active"
+
+
+def test_deepseek_v4_caches_a_raw_window_and_pooled_rows():
+    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V4-Flash.json"))
+    ratios = [x.mixer.compress_ratio for x in a.layers]
+    # compress_ratios: 0, 0, then 4 and 128 alternating
+    assert ratios[:4] == [0, 0, 4, 128] and ratios.count(4) == 21 and ratios.count(128) == 20
+    r4, r128 = a.layers[2].mixer, a.layers[3].mixer
+    # ratio 4 at 10,000 tokens: 128 raw rows + 2,500 pooled rows of one 512-wide K=V head,
+    # 2 B each, plus 2,500 index keys of 128 fp8 + a 4-byte scale
+    assert r4.kv_cache_bytes(10_000, 2) == (128 + 2500) * 512 * 2 + 2500 * 132
+    # a query reads the window, the indexer's top 512 pooled rows and every index key
+    assert r4.kv_read_bytes(10_000, 1, 2) == (128 + 512) * 512 * 2 + 2500 * 132
+    # ratio 128: no indexer, every pooled row (78) is read
+    assert r128.kv_read_bytes(10_000, 1, 2) == (128 + 78) * 512 * 2
+    shapes = {t.name: t.shape for t in r4.tensors()}
+    # grouped output: 8 groups of 64 x 512 / 8 = 4096 inputs to 1024 each, then 8 x 1024 -> 4096
+    assert shapes["wo_a"] == (8192, 4096) and shapes["wo_b"] == (4096, 8192) and shapes["wkv"] == (512, 4096)
+    # active without the embedding table (13.27 B) rounds to the card's 13B
+    assert round((a.params_active - a.embedding.params) / 1e9) == 13
+
+
+def test_deepseek_v4_cache_in_memory_and_in_the_round():
+    a = load_arch(str(CONFIGS / "deepseek-ai__DeepSeek-V4-Flash.json"))
+    d = make_deployment(a, "h200", tp=4, context=9_999)
+    kv, _ = per_request_cache(a, d, a.layers)
+    # 10,000 cached tokens: 2 window-only layers, 21 ratio-4 and 20 ratio-128 layers, bf16
+    window, r4 = 128 * 512 * 2, (128 + 2500) * 512 * 2 + 2500 * 132
+    r128 = (128 + 78) * 512 * 2
+    assert kv == 2 * window + 21 * r4 + 20 * r128

@@ -1,5 +1,6 @@
-"""Mixers of the newer hybrid families, built from the blocks of decodescope.arch.blocks:
-Falcon-H1's attention + Mamba2 side by side, LFM2's gated short convolution."""
+"""Mixers of the newer families, built from the blocks of decodescope.arch.blocks:
+Falcon-H1's attention + Mamba2 side by side, LFM2's gated short convolution and
+DeepSeek-V4's compressed multi-query attention."""
 
 from dataclasses import dataclass
 
@@ -66,6 +67,87 @@ class ShortConv:
     def state_bytes(self, tp: int) -> float:
         """Bytes of one request's conv window on one GPU (channels split by TP)."""
         return self.hidden_size * (self.conv_kernel - 1) * self.state_dtype_bytes / tp
+
+
+def _compressor(name: str, out: int, head_dim: int, ratio: int, h: int) -> list[Tensor]:
+    # learned gated pooling of `ratio` tokens into one cache row: kv and gate projections,
+    # a position bias per pooled slot, a norm of the pooled row
+    return [Tensor(f"{name}.wkv", (out, h), "rep"), Tensor(f"{name}.wgate", (out, h), "rep"),
+            Tensor(f"{name}.ape", (ratio, out), "rep", linear=False), Tensor(f"{name}.norm", (head_dim,), "rep", linear=False)]
+
+
+@dataclass(frozen=True)
+class CompressedMQA:
+    """DeepSeek-V4 attention: 64-128 query heads against ONE shared K=V head of head_dim
+    (MQA), a low-rank query (wq_a / wq_b) and a grouped low-rank output (wo_a per o_group,
+    then wo_b), a learned sink per head. Every layer caches the raw last `window` tokens;
+    with compress_ratio r > 0 it also caches one pooled row per r tokens (a compressor),
+    and at r = 4 an indexer (its own compressor of index_head_dim) picks the index_topk
+    pooled rows a query attends to. The cache holds one vector per row, replicated on
+    every TP rank, as MLA's latent is."""
+    hidden_size: int
+    num_attention_heads: int
+    head_dim: int
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    window: int
+    compress_ratio: int = 0  # 0: the raw window only
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    num_key_value_heads = 1
+    kernels = 14  # norms, q_a, q_b, kv, rope, compressor, indexer, cache write, attention, o_a, o_b, residual
+
+    @property
+    def indexed(self) -> bool:
+        return self.compress_ratio == 4 and self.index_topk > 0
+
+    def tensors(self) -> list[Tensor]:
+        h, n, d, r = self.hidden_size, self.num_attention_heads, self.head_dim, self.compress_ratio
+        g, o = self.o_groups, self.o_lora_rank
+        ts = [Tensor("input_layernorm", (h,), "rep", linear=False), Tensor("wq_a", (self.q_lora_rank, h), "rep"),
+              Tensor("q_norm", (self.q_lora_rank,), "rep", linear=False),
+              Tensor("wq_b", (n * d, self.q_lora_rank), "col"), Tensor("wkv", (d, h), "rep"),
+              Tensor("kv_norm", (d,), "rep", linear=False), Tensor("attn_sink", (n,), "col", linear=False),
+              Tensor("wo_a", (g * o, n * d // g), "col"), Tensor("wo_b", (h, g * o), "row")]
+        if r:  # the ratio-4 compressor pools overlapping windows: twice the width
+            ts += _compressor("compressor", d * (2 if r == 4 else 1), d, r, h)
+        if self.indexed:
+            ni, di = self.index_n_heads, self.index_head_dim
+            ts += [Tensor("indexer.wq_b", (ni * di, self.q_lora_rank), "rep"),
+                   Tensor("indexer.weights_proj", (ni, h), "rep", linear=False)]
+            ts += _compressor("indexer.compressor", 2 * di, di, r, h)
+        return ts
+
+    @property
+    def index_bytes_per_row(self) -> float:
+        # fp8 index key + one fp32 scale per 128 values, as DeepSeek-V3.2's indexer cache
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128) if self.indexed else 0
+
+    def _rows(self, context: int) -> tuple[int, int]:
+        """(raw window rows, pooled rows) cached for `context` tokens."""
+        return min(context, self.window), context // self.compress_ratio if self.compress_ratio else 0
+
+    def kv_cache_bytes(self, context: int, dtype_bytes: float) -> float:
+        """Bytes of one request's cache over `context` tokens, on every GPU."""
+        raw, pooled = self._rows(context)
+        return (raw + pooled) * self.head_dim * dtype_bytes + pooled * self.index_bytes_per_row
+
+    def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
+        """Cache bytes one query token reads: the raw window, the pooled rows (the top-k
+        the indexer picks, at ratio 4) and, at ratio 4, every index key."""
+        raw, pooled = self._rows(context)
+        attended = min(pooled, self.index_topk) if self.indexed else pooled
+        return (raw + attended) * self.head_dim * dtype_bytes + pooled * self.index_bytes_per_row
+
+    def attention_flops_per_token(self, heads: float, context: int) -> float:
+        # scores and values over head_dim for each attended row; the indexer scores
+        # every pooled row with its own heads
+        raw, pooled = self._rows(context)
+        attended = min(pooled, self.index_topk) if self.indexed else pooled
+        index = 2 * self.index_n_heads * self.index_head_dim * pooled * heads / self.num_attention_heads
+        return 4 * heads * self.head_dim * (raw + attended) + (index if self.indexed else 0)
 
 
 # the mixers that keep a fixed-size recurrent state per request instead of a KV cache

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from math import comb
 from typing import TYPE_CHECKING
 
-from decodescope.arch import MLA, RECURRENT, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, ShortConv, Tensor
+from decodescope.arch import (MLA, RECURRENT, Arch, Attention, CompressedMQA, GatedDeltaNet, Layer, Mamba2, MoE,
+                              ShortConv, Tensor)
 from decodescope.model.formats import WeightFormat
 
 if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
@@ -175,7 +176,7 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
-        if isinstance(m, (Attention, MLA)):
+        if isinstance(m, (Attention, MLA, CompressedMQA)):  # CompressedMQA: DeepSeek-V4
             ops.append(attention_op(m, d, batch, tokens_per_req, r))
         elif isinstance(m, RECURRENT):  # GatedDeltaNet, Mamba2, LFM2's ShortConv
             ops.append(state_op(m, d, batch, tokens_per_req, r))
