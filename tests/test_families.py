@@ -91,6 +91,9 @@ PUBLISHED = [
     # model card table: DeepSeek-V4-Flash 284B total, 13B active; -Pro 1.6T total, 49B active
     ("deepseek-ai__DeepSeek-V4-Flash", 284, "total", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
     ("deepseek-ai__DeepSeek-V4-Pro", 1600, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
+    # GLM-4.5V's language model is GLM-4.5-Air's; its card: 106 billion total parameters,
+    # 12 billion active (the vision encoder is not counted here)
+    ("zai-org__GLM-4.5V", 106, "total", "https://huggingface.co/zai-org/GLM-4.5-Air"),
 ]
 
 

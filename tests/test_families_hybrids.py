@@ -162,3 +162,13 @@ def test_deepseek_v4_cache_in_memory_and_in_the_round():
     window, r4 = 128 * 512 * 2, (128 + 2500) * 512 * 2 + 2500 * 132
     r128 = (128 + 78) * 512 * 2
     assert kv == 2 * window + 21 * r4 + 20 * r128
+
+
+def test_glm45v_text_model_is_glm45_air():
+    a = load_arch(str(CONFIGS / "zai-org__GLM-4.5V.json"))
+    names = {t.name: t.shape for t in a.layers[1].tensors()}
+    # attention_bias: q, k, v biases (96 x 128, 8 x 128), no o_proj bias (Glm4MoeAttention)
+    assert names["q_proj.bias"] == (12288,) and names["k_proj.bias"] == (1024,) and "o_proj.bias" not in names
+    # layer 0 dense (first_k_dense_replace 1), then 128 experts of 1408 + one shared, a correction bias
+    assert a.layers[0].mlp.intermediate_size == 10944 and a.layers[1].mlp.router_bias
+    assert round((a.params_active - a.embedding.params) / 1e9) == 12  # the card's "12 billion active"

@@ -13,7 +13,7 @@ STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # (SeedOssConfig's default attention_bias is true, its attention_out_bias false)
 QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss")
 # families whose attention_bias covers q, k and v but not o_proj
-QKV_ONLY = (*QKV_BIAS, "glm4_moe", "chatglm")
+QKV_ONLY = (*QKV_BIAS, "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
 QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "dots1")
 
@@ -113,7 +113,7 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
                 shared_expert_gate=bool(shared) and mt.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")),
                 # DeepSeek-V3-style sigmoid routing keeps a per-expert correction bias
                 router_bias=f.get("topk_method") == "noaux_tc" or bool(f.get("use_routing_bias"))
-                or mt in ("glm4_moe", "glm_moe_dsa", "dots1"))
+                or mt.startswith(("glm4_moe", "glm4v_moe", "glm_moe_dsa", "dots1")))
 
 
 def _num_layers(f: Fields) -> int:

@@ -24,7 +24,8 @@ FAMILIES = {
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
-    **dict.fromkeys(("glm4_moe", "mimo"), build_nextn_decoder),
+    # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
+    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2"), build_cohere),
     "nemotron_h": build_nemotron_h,
     "starcoder2": build_starcoder2,
