@@ -171,4 +171,5 @@ def test_glm45v_text_model_is_glm45_air():
     assert names["q_proj.bias"] == (12288,) and names["k_proj.bias"] == (1024,) and "o_proj.bias" not in names
     # layer 0 dense (first_k_dense_replace 1), then 128 experts of 1408 + one shared, a correction bias
     assert a.layers[0].mlp.intermediate_size == 10944 and a.layers[1].mlp.router_bias
-    assert round((a.params_active - a.embedding.params) / 1e9) == 12  # the card's "12 billion active"
+    # without the embedding table and the LM head (2 x 151552 x 4096): the card's "12 billion active"
+    assert round((a.params_active - 2 * a.embedding.params) / 1e9) == 12
