@@ -173,3 +173,19 @@ def test_glm45v_text_model_is_glm45_air():
     assert a.layers[0].mlp.intermediate_size == 10944 and a.layers[1].mlp.router_bias
     # without the embedding table and the LM head (2 x 151552 x 4096): the card's "12 billion active"
     assert round((a.params_active - 2 * a.embedding.params) / 1e9) == 12
+
+
+def test_kimi_linear_kda_layers_keep_a_per_channel_state():
+    a = load_arch(str(CONFIGS / "moonshotai__Kimi-Linear-48B-A3B-Instruct.trimmed.json"))
+    # full_attn_layers [4, 8, ..., 24, 27] are 1-based: MLA at 3, 7, ..., 23, 26
+    assert [i for i, x in enumerate(a.layers) if x.kind == "mla"] == [3, 7, 11, 15, 19, 23, 26]
+    kda = a.layers[0].mixer
+    # state 32 heads x 128 x 128 x 4 B (fp32) + q, k, v conv windows 3 x 4096 x (4 - 1) x 2 B
+    assert kda.state_bytes(1) == 32 * 128 * 128 * 4 + 3 * 4096 * 3 * 2
+    shapes = {t.name: t.shape for t in kda.tensors()}
+    # low-rank decay and output gates through head_dim 128
+    assert shapes["f_a_proj"] == (128, 2304) and shapes["g_b_proj"] == (4096, 128)
+    # the card's "48B total, 3B activated" are round figures: 49.12 B (the MoE alone is
+    # 26 x 256 x 3 x 2304 x 1024 = 47.1 B), 3.11 B active without the embedding table
+    assert abs(a.params_total / 1e9 - 48) <= 0.03 * 48
+    assert round((a.params_active - a.embedding.params) / 1e9) == 3

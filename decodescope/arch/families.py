@@ -52,6 +52,9 @@ def translate(f: Fields) -> Fields:
         if isinstance(freq, list):
             data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
             return Fields({**data, "moe_layers": [i for i, x in enumerate(freq) if x]}, f.source)
+    if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
+        return _rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
+                       topk_method="noaux_tc")
     if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
         return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):

@@ -1,11 +1,13 @@
 """Builders of the recurrent hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
-MoE), Falcon-H1 (attention and Mamba2 in parallel in every layer) and LFM2 (gated short
-convolutions between attention layers)."""
+MoE), Falcon-H1 (attention and Mamba2 in parallel in every layer), LFM2 (gated short
+convolutions between attention layers) and Kimi Linear (Kimi Delta Attention with MLA)."""
 
-from decodescope.arch.blocks import DenseMLP, Layer, Mamba2
-from decodescope.arch.build import STATE_DTYPE_BYTES, attention, moe, nextn_mtp, state_dtype
+from dataclasses import replace
+
+from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE
+from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
-from decodescope.arch.mixers import ParallelHybrid, ShortConv
+from decodescope.arch.mixers import KimiDeltaAttention, ParallelHybrid, ShortConv
 from decodescope.errors import DecodescopeError
 
 
@@ -133,3 +135,29 @@ def build_lfm2(f: Fields):
     mlp = DenseMLP(h, _lfm2_ff(f))
     attn = attention(f, qk_norm=True)
     return [Layer("conv", conv, mlp) if t == "conv" else Layer("attention", attn, mlp) for t in types], [], ()
+
+
+def build_kimi_linear(f: Fields):
+    """Kimi Linear: linear_attn_config lists, 1-based, the Kimi Delta Attention layers
+    (kda_layers) and the MLA layers (full_attn_layers); DeepSeek-style MoE after the
+    first_k_dense_replace dense layers."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    lin = f.get("linear_attn_config")
+    if not isinstance(lin, dict):
+        raise DecodescopeError(f"{f.source}: kimi_linear needs linear_attn_config", "add linear_attn_config")
+    g = Fields(lin, f.source)
+    full = set(g.list_("full_attn_layers", int) or ())
+    kda = KimiDeltaAttention(h, g.need("num_heads", "Kimi Delta Attention"), g.need("head_dim", "Kimi Delta Attention"),
+                             g.need("short_conv_kernel_size", "Kimi Delta Attention"),
+                             bool(lin.get("use_full_rank_gate", False)))
+    mla = MLA(h, f.need("num_attention_heads"), f.get("q_lora_rank"), f.need("kv_lora_rank", "MLA"),
+              f.need("qk_nope_head_dim", "MLA"), f.need("qk_rope_head_dim", "MLA"), f.need("v_head_dim", "MLA"))
+    latent = f.get("routed_expert_hidden_size", default=0)  # Kimi K3: experts in a latent, as Nemotron 3's
+
+    def mlp(i: int):
+        block = decoder_mlp(f, i)
+        return replace(block, latent_size=latent) if latent and isinstance(block, MoE) else block
+    layers = [Layer("mla", mla, mlp(i)) if i + 1 in full else Layer("linear_attention", kda, mlp(i)) for i in range(n)]
+    notes = ("the MLA output gate and attention residuals (mla_use_output_gate, attn_res_block_size) are not counted",
+             ) if f.get("mla_use_output_gate") or f.get("attn_res_block_size") else ()
+    return layers, [], notes

@@ -150,5 +150,40 @@ class CompressedMQA:
         return 4 * heads * self.head_dim * (raw + attended) + (index if self.indexed else 0)
 
 
+@dataclass(frozen=True)
+class KimiDeltaAttention:
+    """Kimi Delta Attention (Kimi Linear): Gated DeltaNet with a decay per channel. q, k, v
+    of heads x head_dim each through a short causal conv, a low-rank (or full-rank) decay
+    gate f and output gate g, a beta per head. Per request a state [heads, head_dim,
+    head_dim] and the conv windows of q, k and v."""
+    hidden_size: int
+    num_heads: int
+    head_dim: int
+    conv_kernel: int
+    full_rank_gate: bool = False
+    state_dtype_bytes: int = 4
+    conv_dtype_bytes: int = 2
+    kernels = 10  # norm, q/k/v GEMMs, convs, gates, recurrent update, gated norm, out GEMM, residual
+
+    def tensors(self) -> list[Tensor]:
+        h, d, p = self.hidden_size, self.head_dim, self.num_heads * self.head_dim
+        ts = [Tensor("input_layernorm", (h,), "rep", linear=False)]
+        ts += [Tensor(f"{x}_proj", (p, h), "col") for x in "qkv"]
+        ts += [Tensor(f"{x}_conv1d", (p, self.conv_kernel), "col", linear=False) for x in "qkv"]
+        for gate in "fg":  # decay (f) and output (g) gates: full rank, or through a head_dim bottleneck
+            ts += ([Tensor(f"{gate}_proj", (p, h), "col")] if self.full_rank_gate else
+                   [Tensor(f"{gate}_a_proj", (d, h), "rep"), Tensor(f"{gate}_b_proj", (p, d), "col")])
+        ts += [Tensor("b_proj", (self.num_heads, h), "col"), Tensor("dt_bias", (p,), "col", linear=False),
+               Tensor("A_log", (self.num_heads,), "col", linear=False), Tensor("o_norm", (d,), "rep", linear=False),
+               Tensor("o_proj", (h, p), "row")]
+        return ts
+
+    def state_bytes(self, tp: int) -> float:
+        """One request's state on one GPU: [heads, head_dim, head_dim] and 3 conv windows."""
+        p = self.num_heads * self.head_dim
+        ssm = self.num_heads * self.head_dim * self.head_dim * self.state_dtype_bytes
+        return (ssm + 3 * p * (self.conv_kernel - 1) * self.conv_dtype_bytes) / tp
+
+
 # the mixers that keep a fixed-size recurrent state per request instead of a KV cache
-RECURRENT = (GatedDeltaNet, Mamba2, ShortConv)
+RECURRENT = (GatedDeltaNet, Mamba2, ShortConv, KimiDeltaAttention)
