@@ -189,3 +189,18 @@ def test_kimi_linear_kda_layers_keep_a_per_channel_state():
     # 26 x 256 x 3 x 2304 x 1024 = 47.1 B), 3.11 B active without the embedding table
     assert abs(a.params_total / 1e9 - 48) <= 0.03 * 48
     assert round((a.params_active - a.embedding.params) / 1e9) == 3
+
+
+def test_falcon_h1_reduces_attention_and_mamba_outputs_apart_under_tp():
+    from decodescope.model.ops import layer_ops
+    from decodescope.model.predict import expected_rates
+    a = load_arch(str(CONFIGS / "tiiuae__Falcon-H1-7B-Base.trimmed.json"))
+    d = make_deployment(a, "h100-sxm", tp=2, batch=4)
+    ops = layer_ops(a.layers[0], d.weights, d, 4, 1, expected_rates(d))
+    reduces = [op for op in ops if op.component == "allreduce"]
+    # attention's o_proj and Mamba2's out_proj each reduce, then the MLP's down_proj:
+    # 3 messages of 4 tokens x 3072 x 2 B
+    assert [op.name for op in reduces] == ["mixer allreduce", "mlp allreduce", "mixer allreduce"]
+    assert all(op.bytes == 4 * 3072 * 2 for op in reduces)
+    # and both caches: one attention op and one recurrent-state op
+    assert [op.component for op in ops if op.component in ("kv_cache", "state")] == ["kv_cache", "state"]

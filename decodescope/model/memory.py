@@ -82,7 +82,7 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
                 kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
             elif isinstance(m, CompressedMQA):  # DeepSeek-V4: a raw window plus pooled rows
                 kv += n * m.kv_cache_bytes(tokens, d.kv_bytes)
-            elif isinstance(m, RECURRENT):  # GatedDeltaNet, Mamba2, LFM2's ShortConv
+            elif isinstance(m, RECURRENT):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
                 state += n * slots * m.state_bytes(d.tp)
     return kv, state
 
