@@ -94,6 +94,8 @@ PUBLISHED = [
     # GLM-4.5V's language model is GLM-4.5-Air's; its card: 106 billion total parameters,
     # 12 billion active (the vision encoder is not counted here)
     ("zai-org__GLM-4.5V", 106, "total", "https://huggingface.co/zai-org/GLM-4.5-Air"),
+    # model card: "~428B parameters and ~23B activated parameters"
+    ("MiniMaxAI__MiniMax-M3", 428, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M3"),
 ]
 
 

@@ -204,3 +204,22 @@ def test_falcon_h1_reduces_attention_and_mamba_outputs_apart_under_tp():
     assert all(op.bytes == 4 * 3072 * 2 for op in reduces)
     # and both caches: one attention op and one recurrent-state op
     assert [op.component for op in ops if op.component in ("kv_cache", "state")] == ["kv_cache", "state"]
+
+
+def test_minimax_m3_sparse_layers_read_picked_blocks_and_every_index_key():
+    a = load_arch(str(CONFIGS / "MiniMaxAI__MiniMax-M3.json"))
+    # sparse_attention_freq: the first 3 layers attend densely, the other 57 sparsely
+    assert [x.kind for x in a.layers[:4]] == ["attention"] * 3 + ["sparse_attention"]
+    m = a.layers[3].mixer
+    # top 16 blocks + 1 local block of 128 tokens
+    assert m.topk_tokens == 17 * 128
+    # per token: K and V of 4 heads x 128 at 2 B = 2048 B, plus one 128-wide index key = 256 B
+    assert m.kv_bytes_per_token(4, 2) == 2048 + 256
+    # at 100,000 tokens a query reads 2,176 tokens' K and V and all 100,000 index keys
+    assert m.kv_read_bytes(100_000, 4, 2) == 2176 * 2048 + 100_000 * 256
+    # dense MLPs (12288) in the first 3 layers, then 128 experts of 3072, 4 per token, + 1 shared
+    assert a.layers[2].mlp.intermediate_size == 12288
+    moe = a.layers[3].mlp
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (128, 4, 3072)
+    # the card's "~23B activated": 23.50 B without the embedding table and LM head
+    assert abs((a.params_active - 2 * a.embedding.params) / 1e9 - 23) <= 0.03 * 23

@@ -2,10 +2,13 @@
 Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
 parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
 
+from dataclasses import asdict
+
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
                                     state_dtype)
 from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.mixers import BlockSparseAttention
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -47,7 +50,7 @@ def translate(f: Fields) -> Fields:
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
     if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
         return _exaone4_layer_types(f)
-    if mt == "mimo_v2_flash":  # moe_layer_freq: one 0 / 1 flag per layer, not an interval
+    if mt in ("mimo_v2_flash", "minimax_m3", "minimax_m3_vl"):  # moe_layer_freq: a 0 / 1 flag per layer
         freq = f.data.get("moe_layer_freq")
         if isinstance(freq, list):
             data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
@@ -289,3 +292,32 @@ def build_mimo_v2(f: Fields):
     routed = moe(f, router_bias=f.get("topk_method") == "noaux_tc")
     return [Layer("sliding_attention" if s else "attention", window if s else full, routed if i in moe_at else dense)
             for i, s in enumerate(swa)], [], ()
+
+
+def build_minimax_m3(f: Fields):
+    """MiniMax-M3: GQA with per-head q/k norms; the layers sparse_attention_freq marks read
+    only the top sparse_topk_blocks blocks (plus the local and initial ones) an indexer
+    picks; dense MLPs (dense_intermediate_size) where moe_layer_freq is 0, else routed
+    experts and a shared one (shared_intermediate_size). Its config names MTP modules that
+    are not counted here."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    sparse = f.get("sparse_attention_config", default={})
+    if not isinstance(sparse, dict):
+        raise DecodescopeError(f"{f.source}: sparse_attention_config is not a JSON object", "fix it")
+    g = Fields(sparse, f.source)
+    on = _per_layer_flags(g, "sparse_attention_freq", n) if sparse.get("use_sparse_attention") else [0] * n
+    dense_attn = attention(f, qk_norm=True)
+    if any(on):
+        block = g.need("sparse_block_size", "MiniMax sparse attention")
+        picked = (g.need("sparse_topk_blocks", "MiniMax sparse attention") + g.get("sparse_local_block", default=1)
+                  + g.get("sparse_init_block", default=0)) * block
+        sparse_attn = BlockSparseAttention(**{**asdict(dense_attn), "index_heads": g.need("sparse_num_index_heads"),
+                                              "index_dim": g.need("sparse_index_dim"), "topk_tokens": picked})
+    moe_at = set(f.list_("moe_layers", int) or ())
+    dense = DenseMLP(h, f.get("dense_intermediate_size", "intermediate_size"))
+    routed = moe(f, shared_expert_intermediate_size=f.get("n_shared_experts", default=0)
+                 * f.get("shared_intermediate_size", "moe_intermediate_size", default=0),
+                 router_bias=bool(f.get("use_routing_bias", default=False)))
+    layers = [Layer("sparse_attention" if on[i] else "attention", sparse_attn if on[i] else dense_attn,
+                    routed if i in moe_at else dense) for i in range(n)]
+    return layers, [], ()

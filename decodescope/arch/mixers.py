@@ -1,6 +1,7 @@
 """Mixers of the newer families, built from the blocks of decodescope.arch.blocks:
-Falcon-H1's attention + Mamba2 side by side, LFM2's gated short convolution and
-DeepSeek-V4's compressed multi-query attention."""
+Falcon-H1's attention + Mamba2 side by side, LFM2's gated short convolution, MiniMax-M3's
+block-sparse attention, DeepSeek-V4's compressed multi-query attention and Kimi Delta
+Attention."""
 
 from dataclasses import dataclass
 
@@ -67,6 +68,36 @@ class ShortConv:
     def state_bytes(self, tp: int) -> float:
         """Bytes of one request's conv window on one GPU (channels split by TP)."""
         return self.hidden_size * (self.conv_kernel - 1) * self.state_dtype_bytes / tp
+
+
+@dataclass(frozen=True)
+class BlockSparseAttention(Attention):
+    """MiniMax-M3's sparse attention (MSA): GQA whose query reads only `topk_tokens` of the
+    cache (the top-k blocks of block_size tokens an indexer picks, plus the local block).
+    The indexer scores blocks with index_heads query heads of index_dim against ONE
+    index key per token, cached beside K and V and replicated on every TP rank."""
+    index_heads: int = 0
+    index_dim: int = 0
+    topk_tokens: int = 0
+
+    def tensors(self) -> list[Tensor]:
+        h, i = self.hidden_size, self.index_dim
+        return super().tensors() + [Tensor("index_q_proj", (self.index_heads * i, h), "rep"),
+                                    Tensor("index_k_proj", (i, h), "rep"),
+                                    Tensor("index_q_norm", (i,), "rep", linear=False),
+                                    Tensor("index_k_norm", (i,), "rep", linear=False)]
+
+    def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
+        return super().kv_bytes_per_token(kv_heads, dtype_bytes) + self.index_dim * dtype_bytes
+
+    def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
+        """K and V of the picked tokens, the index key of every token."""
+        kv = super().kv_bytes_per_token(kv_heads, dtype_bytes)
+        return min(context, self.topk_tokens) * kv + context * self.index_dim * dtype_bytes
+
+    def attention_flops_per_token(self, heads: float, context: int) -> float:
+        index = 2 * self.index_heads * self.index_dim * context * heads / self.num_attention_heads
+        return super().attention_flops_per_token(heads, min(context, self.topk_tokens)) + index
 
 
 def _compressor(name: str, out: int, head_dim: int, ratio: int, h: int) -> list[Tensor]:

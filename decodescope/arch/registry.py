@@ -7,7 +7,7 @@ from decodescope.arch.arch import Arch
 from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
-                                       build_mimo_v2, build_minimax_m2, build_nemotron_nas, build_nextn_decoder,
+                                       build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h
@@ -31,6 +31,7 @@ FAMILIES = {
     "starcoder2": build_starcoder2,
     "phimoe": build_phimoe,
     "minimax_m2": build_minimax_m2,
+    **dict.fromkeys(("minimax_m3", "minimax_m3_vl"), build_minimax_m3),
     "nemotron-nas": build_nemotron_nas,
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
