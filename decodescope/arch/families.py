@@ -1,6 +1,7 @@
 """Families whose configs name their fields their own way (ChatGLM, ERNIE, InternLM2,
-Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
-parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
+Baichuan, Gemma 3 as released, EXAONE 4.0, LFM2, Kimi Linear) or whose blocks differ from
+the Llama layout (Cohere's parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and
+MiMo next-n layers, MiMo-V2-Flash's two attention shapes, MiniMax-M3's sparse layers)."""
 
 from dataclasses import asdict
 
