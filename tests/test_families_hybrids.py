@@ -223,3 +223,27 @@ def test_minimax_m3_sparse_layers_read_picked_blocks_and_every_index_key():
     assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (128, 4, 3072)
     # the card's "~23B activated": 23.50 B without the embedding table and LM head
     assert abs((a.params_active - 2 * a.embedding.params) / 1e9 - 23) <= 0.03 * 23
+
+
+def test_step37_sliding_layers_take_their_own_heads_and_a_gate_per_head(tmp_path):
+    import json
+    cfg = json.loads((CONFIGS / "stepfun-ai__Step-3.7-Flash.json").read_text())
+    a = load_arch(str(CONFIGS / "stepfun-ai__Step-3.7-Flash.json"))
+    # layer_types: every 4th layer global (0, 4, ..., 44), the rest within 512 tokens
+    assert [i for i, x in enumerate(a.layers) if x.kind == "attention"] == list(range(0, 45, 4))
+    # first_k_dense_replace 3: dense MLPs (11264), then 288 experts of 1280, 8 per token, + 1 shared
+    assert a.layers[2].mlp.intermediate_size == 11264
+    moe = a.layers[3].mlp
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (288, 8, 1280)
+    assert len(a.mtp) == 3  # num_nextn_predict_layers
+    # the published schema nests the decoder (step3p5) and widens sliding layers to 96 heads
+    p = tmp_path / "config.json"
+    text = {**cfg, "model_type": "step3p5", "attention_other_setting": {"num_attention_heads": 96, "head_dim": 128},
+            "use_head_wise_attn_gate": True, "moe_layers_enum": ",".join(map(str, range(3, 45)))}
+    p.write_text(json.dumps({"model_type": "step3p7", "text_config": text}))
+    b = load_arch(str(p))
+    swa, full = b.layers[1], b.layers[0]
+    assert swa.mixer.num_attention_heads == 96 and full.mixer.num_attention_heads == 64
+    gates = {t.name: t.shape for t in swa.tensors()}
+    # one gate scalar per head: g_proj [96, 4096]
+    assert gates["g_proj"] == (96, 4096) and b.layers[2].mlp.intermediate_size == 11264

@@ -59,6 +59,8 @@ def translate(f: Fields) -> Fields:
     if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
         return _rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
                        topk_method="noaux_tc")
+    if mt in ("step3p5", "step3p7"):  # Step's MoE names
+        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
     if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
         return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):

@@ -4,7 +4,7 @@ convolutions between attention layers) and Kimi Linear (Kimi Delta Attention wit
 
 from dataclasses import replace
 
-from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE
+from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
 from decodescope.arch.mixers import KimiDeltaAttention, ParallelHybrid, ShortConv
@@ -161,3 +161,50 @@ def build_kimi_linear(f: Fields):
     notes = ("the MLA output gate and attention residuals (mla_use_output_gate, attn_res_block_size) are not counted",
              ) if f.get("mla_use_output_gate") or f.get("attn_res_block_size") else ()
     return layers, [], notes
+
+
+def _step_moe_layers(f: Fields, n: int) -> set[int]:
+    enum = f.data.get("moe_layers_enum")
+    if enum is None:  # the trimmed configs: DeepSeek's first_k_dense_replace
+        return set(range(f.get("first_k_dense_replace", default=0), n))
+    try:
+        layers = {int(x) for x in str(enum).split(",") if x.strip()}
+    except ValueError:
+        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
+                               "moe_layers_enum: comma-separated layer indices, e.g. \"3,4,5\"") from None
+    return {i for i in layers if 0 <= i < n}
+
+
+def build_step3p5(f: Fields):
+    """Step 3.5 / 3.7 Flash: layer_types (which also lists the MTP layers) picks full or
+    sliding attention; sliding layers take attention_other_setting's heads; a sigmoid gate
+    per head (g_proj, use_head_wise_attn_gate); per-head q/k norms; routed experts plus a
+    shared one (share_expert_dim) in the moe_layers_enum layers, dense MLPs elsewhere."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str) or ["full_attention"] * n
+    other = f.get("attention_other_setting", default={})
+    if len(types) < n or not isinstance(other, dict):
+        raise DecodescopeError(f"{f.source}: layer_types needs one entry per layer; attention_other_setting an object",
+                               "fix layer_types / attention_other_setting")
+    kv = f.get("num_attention_groups", "num_key_value_heads")
+    o = Fields(other, f.source)
+
+    def layer(t: str, mlp) -> Layer:
+        if t == "sliding_attention":
+            attn = attention(f, f.need("sliding_window"), qk_norm=True,
+                             num_key_value_heads=o.get("num_attention_groups", "num_key_value_heads", default=kv),
+                             head_dim=o.get("head_dim", default=f.need("head_dim")))
+            if o.get("num_attention_heads"):
+                attn = replace(attn, num_attention_heads=o.get("num_attention_heads"))
+        else:
+            attn = attention(f, qk_norm=True, num_key_value_heads=kv)
+        gate = (Tensor("g_proj", (attn.num_attention_heads, h), "col"),) if f.get("use_head_wise_attn_gate") else ()
+        return Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, gate)
+
+    moe_at = _step_moe_layers(f, n)
+    routed = moe(f, shared_expert_intermediate_size=f.get("share_expert_dim", default=0),
+                 router_bias=bool(f.get("use_moe_router_bias", default=False)))
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    layers = [layer(t, routed if i in moe_at else dense) for i, t in enumerate(types[:n])]
+    mtp_layer = layer(types[n] if len(types) > n else "full_attention", routed)
+    return layers, nextn_mtp(f, mtp_layer), ()
