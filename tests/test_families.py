@@ -96,6 +96,8 @@ PUBLISHED = [
     ("zai-org__GLM-4.5V", 106, "total", "https://huggingface.co/zai-org/GLM-4.5-Air"),
     # model card: "~428B parameters and ~23B activated parameters"
     ("MiniMaxAI__MiniMax-M3", 428, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M3"),
+    # model card: ERNIE-4.5-0.3B, 0.36B parameters
+    ("baidu__ERNIE-4.5-0.3B-PT", 0.36, "total", "https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT"),
 ]
 
 

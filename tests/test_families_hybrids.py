@@ -247,3 +247,11 @@ def test_step37_sliding_layers_take_their_own_heads_and_a_gate_per_head(tmp_path
     gates = {t.name: t.shape for t in swa.tensors()}
     # one gate scalar per head: g_proj [96, 4096]
     assert gates["g_proj"] == (96, 4096) and b.layers[2].mlp.intermediate_size == 11264
+
+
+def test_ernie45_dense_ties_embeddings_and_has_no_biases():
+    a = load_arch(str(CONFIGS / "baidu__ERNIE-4.5-0.3B-PT.json"))
+    names = {t.name: t.shape for t in a.layers[0].tensors()}
+    # use_bias false: no projection biases; 16 query heads of 128 (wider than hidden 1024), 2 KV heads
+    assert not any(n.endswith(".bias") for n in names)
+    assert names["q_proj"] == (2048, 1024) and names["k_proj"] == (256, 1024) and a.tie_word_embeddings

@@ -39,6 +39,8 @@ def translate(f: Fields) -> Fields:
         if mqa:
             g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
         return g
+    if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
+        return _rename(f, {"attention_bias": "use_bias"})
     if mt == "internlm2":  # one `bias` flag for wqkv and wo
         return _rename(f, {"attention_bias": "bias"})
     if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
