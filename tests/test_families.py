@@ -57,6 +57,47 @@ PUBLISHED = [
     # model card: 253B parameters
     ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
      "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
+    # Falcon-H1 technical report, model table (params in billions): 0.5B 0.52, 3B 3.15, 7B 7.59
+    ("tiiuae__Falcon-H1-0.5B-Base", 0.52, "total", "https://arxiv.org/abs/2507.22448"),
+    ("tiiuae__Falcon-H1-3B-Base.trimmed", 3.15, "total", "https://arxiv.org/abs/2507.22448"),
+    ("tiiuae__Falcon-H1-7B-Base.trimmed", 7.59, "total", "https://arxiv.org/abs/2507.22448"),
+    # the names and cards: 120B total, 12B active (A12B); 550B total, 55B active (A55B)
+    ("nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8", 120, "total",
+     "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"),
+    ("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", 550, "total",
+     "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"),
+    # Qwen3-VL's language models have Qwen3-30B-A3B's and Qwen3-8B's dimensions; their cards:
+    # "Number of Parameters: 30.5B in total and 3.3B activated", "Number of Parameters: 8.2B"
+    # (the VL cards' totals add the vision encoder, which decode does not read)
+    ("Qwen__Qwen3-VL-30B-A3B-Instruct", 30.5, "total", "https://huggingface.co/Qwen/Qwen3-30B-A3B"),
+    ("Qwen__Qwen3-VL-8B-Instruct", 8.2, "total", "https://huggingface.co/Qwen/Qwen3-8B"),
+    # model card: Number of Parameters (without embeddings): 30.95B (embedding and LM head left out)
+    ("LGAI-EXAONE__EXAONE-4.0-32B", 30.95, "layers", "https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B"),
+    # model card: 142B total parameters, 14B activated
+    ("rednote-hilab__dots.llm1.inst.trimmed", 142, "total", "https://huggingface.co/rednote-hilab/dots.llm1.inst"),
+    # model card: 36B parameters
+    ("ByteDance-Seed__Seed-OSS-36B-Instruct.trimmed", 36, "total",
+     "https://huggingface.co/ByteDance-Seed/Seed-OSS-36B-Instruct"),
+    # hub page: 3.08B params (the card's "3B")
+    ("HuggingFaceTB__SmolLM3-3B.trimmed", 3.08, "total", "https://huggingface.co/HuggingFaceTB/SmolLM3-3B"),
+    # the language model of Mistral Small 3.1 / 3.2 has Mistral Small 3's dimensions; hub page of
+    # Mistral-Small-24B-Instruct-2501 (text only): 23.6B params (the 3.x cards' "24B" adds Pixtral)
+    ("mistralai__Mistral-Small-3.2-24B-Instruct-2506", 23.6, "total",
+     "https://huggingface.co/mistralai/Mistral-Small-24B-Instruct-2501"),
+    # model card table: Parameters 1,170,340,608
+    ("LiquidAI__LFM2-1.2B.trimmed", 1.170340608, "total", "https://huggingface.co/LiquidAI/LFM2-1.2B"),
+    # model card: 309B total parameters, 15B active (its 3 MTP layers are not in this config)
+    ("XiaomiMiMo__MiMo-V2-Flash", 309, "total", "https://huggingface.co/XiaomiMiMo/MiMo-V2-Flash"),
+    # model card table: DeepSeek-V4-Flash 284B total, 13B active; -Pro 1.6T total, 49B active
+    ("deepseek-ai__DeepSeek-V4-Flash", 284, "total", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
+    ("deepseek-ai__DeepSeek-V4-Pro", 1600, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash"),
+    # GLM-4.5V's language model is GLM-4.5-Air's; its card: 106 billion total parameters,
+    # 12 billion active (the vision encoder is not counted here)
+    ("zai-org__GLM-4.5V", 106, "total", "https://huggingface.co/zai-org/GLM-4.5-Air"),
+    # model card: "~428B parameters and ~23B activated parameters"
+    ("MiniMaxAI__MiniMax-M3", 428, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M3"),
+    # model card: ERNIE-4.5-0.3B, 0.36B parameters
+    ("baidu__ERNIE-4.5-0.3B-PT", 0.36, "total", "https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT"),
 ]
 
 
@@ -64,7 +105,7 @@ PUBLISHED = [
 def test_params_within_one_percent_of_published(name, published, what, url):
     a = load_arch(str(CONFIGS / f"{name}.json"))
     ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
-            "non_embedding": a.params_total - a.embedding.params}[what] / 1e9
+            "non_embedding": a.params_total - a.embedding.params, "layers": a.params_layers_total}[what] / 1e9
     assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
 
 

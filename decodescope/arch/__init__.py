@@ -2,6 +2,7 @@
 
 from decodescope.arch.arch import Arch, MTPModule, active_params
 from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba1, Mamba2, MoE, Tensor
+from decodescope.arch.mixers import RECURRENT, CompressedMQA, KimiDeltaAttention, ParallelHybrid, ShortConv
 from decodescope.arch.registry import build_arch
 from decodescope.arch.config import RawConfig, load_config, presets
 
@@ -12,5 +13,5 @@ def load_arch(model: str) -> Arch:
 
 
 __all__ = ["Arch", "MTPModule", "Attention", "MLA", "GatedDeltaNet", "Mamba1", "Mamba2", "DenseMLP", "MoE",
-           "Layer", "Tensor", "RawConfig", "load_arch", "load_config", "build_arch", "presets",
+           "ParallelHybrid", "ShortConv", "CompressedMQA", "KimiDeltaAttention", "RECURRENT", "Layer", "Tensor", "RawConfig", "load_arch", "load_config", "build_arch", "presets",
            "active_params"]

@@ -68,7 +68,12 @@ class Attention:
     o_bias: bool = False  # a bias on o_proj too (attention_bias in Llama-style configs sets both)
     qk_norm_full: bool = False  # q/k norms over all heads (OLMoE, MiniMax-M2, Cohere), not one head_dim
     v_proj: bool = True  # False: K doubles as V (Gemma 4 global layers, attention_k_eq_v)
+    v_head_dim: int = 0  # a V head narrower than the Q/K head (MiMo-V2-Flash: 128 of 192); 0: head_dim
     kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
 
     def tensors(self) -> list[Tensor]:
         h, d = self.hidden_size, self.head_dim
@@ -79,8 +84,8 @@ class Attention:
         ts += _linear("q_proj", q_out, h, "col", b)
         ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
         if self.v_proj:
-            ts += _linear("v_proj", kv_out, h, "kv", b, kv_heads=kv)
-        ts += _linear("o_proj", h, self.num_attention_heads * d, "row", self.o_bias)
+            ts += _linear("v_proj", kv * self.v_dim, h, "kv", b, kv_heads=kv)
+        ts += _linear("o_proj", h, self.num_attention_heads * self.v_dim, "row", self.o_bias)
         if self.qk_norm and self.qk_norm_full:
             ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),
                    Tensor("k_norm", (kv_out,), "kv", linear=False, kv_heads=kv)]
@@ -91,16 +96,16 @@ class Attention:
         return ts
 
     def kv_bytes_per_token(self, kv_heads: int, dtype_bytes: float) -> float:
-        # K and V, each kv_heads x head_dim
-        return 2 * kv_heads * self.head_dim * dtype_bytes
+        # K (kv_heads x head_dim) and V (kv_heads x v_dim)
+        return kv_heads * (self.head_dim + self.v_dim) * dtype_bytes
 
     def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
         """Cache bytes one query token reads over `context` tokens."""
         return context * self.kv_bytes_per_token(kv_heads, dtype_bytes)
 
     def attention_flops_per_token(self, heads: int, context: int) -> float:
-        # QK^T and PV: 2 matmuls x 2 FLOP per MAC over head_dim x context per head
-        return 4 * heads * self.head_dim * context
+        # QK^T over head_dim and PV over v_dim: 2 FLOP per MAC, x context per head
+        return 2 * heads * (self.head_dim + self.v_dim) * context
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,7 @@ class Mamba2:
     mamba_proj_bias: bool = False
     state_dtype_bytes: int = 4
     conv_dtype_bytes: int = 2
+    gated_norm: bool = True  # the gated RMSNorm before out_proj (Falcon-H1's mamba_rms_norm may drop it)
     kernels = 8  # norm, in_proj, conv, ssm update, gated norm, out_proj, residual
 
     @property
@@ -245,8 +251,9 @@ class Mamba2:
             ts.append(Tensor("conv1d.bias", (self.conv_dim,), "col", linear=False))
         ts += [Tensor("dt_bias", (nh,), "col", linear=False),
                Tensor("A_log", (nh,), "col", linear=False),
-               Tensor("D", (nh,), "col", linear=False),
-               Tensor("mixer_norm", (self.intermediate,), "col", linear=False)]
+               Tensor("D", (nh,), "col", linear=False)]
+        if self.gated_norm:
+            ts.append(Tensor("mixer_norm", (self.intermediate,), "col", linear=False))
         ts += _linear("out_proj", h, self.intermediate, "row", self.mamba_proj_bias)
         return ts
 
@@ -312,6 +319,10 @@ class MoE:
     gated: bool = True
     bias: bool = False  # gpt-oss: expert and router biases
     router_bias: bool = False  # DeepSeek-V3 e_score_correction_bias, gpt-oss router bias
+    # Nemotron 3 latent MoE (moe_latent_size): the routed experts run in a narrower latent,
+    # fc1_latent_proj [latent, hidden] in and fc2_latent_proj [hidden, latent] out; the
+    # router and the shared expert stay at hidden_size
+    latent_size: int = 0
     kernels = 8  # norm, router GEMM, top-k, expert GEMMs x2 + act, shared expert, combine
 
     def tensors(self) -> list[Tensor]:
@@ -319,9 +330,12 @@ class MoE:
         ts = [_norm("post_attention_layernorm", h), Tensor("router", (e, h), "rep", linear=False)]
         if self.router_bias:
             ts.append(Tensor("router.bias", (e,), "rep", linear=False))
+        x = self.latent_size or h  # the width the experts read and write
+        if self.latent_size:
+            ts += [Tensor("fc1_latent_proj", (x, h), "rep"), Tensor("fc2_latent_proj", (h, x), "rep")]
         up = 2 * i if self.gated else i
-        ts += _linear("experts.gate_up_proj", up, h, "col", self.bias, experts=e)
-        ts += _linear("experts.down_proj", h, i, "row", self.bias, experts=e)
+        ts += _linear("experts.gate_up_proj", up, x, "col", self.bias, experts=e)
+        ts += _linear("experts.down_proj", x, i, "row", self.bias, experts=e)
         if self.shared_expert_intermediate_size:
             s = self.shared_expert_intermediate_size
             ts += [Tensor("shared_expert.gate_up_proj", (2 * s if self.gated else s, h), "col"),
@@ -337,13 +351,13 @@ def _layer_tensors(layer: "Layer") -> tuple[Tensor, ...]:
                  + list(layer.extra))
 
 
-Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2
+Mixer = Attention | MLA | GatedDeltaNet | Mamba2  # Mamba1 is a Mamba2; more in decodescope.arch.mixers
 MLP = DenseMLP | MoE
 
 
 @dataclass(frozen=True)
 class Layer:
-    kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
+    kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "hybrid", "mlp", "moe"
     mixer: Mixer | None
     mlp: MLP | None
     extra: tuple[Tensor, ...] = ()  # family-specific norms and norm biases (Gemma 2/3 sandwich norms)

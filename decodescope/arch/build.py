@@ -1,18 +1,21 @@
 """The shared parts of the family builders (attention, MLP / MoE, MTP modules) and the
-builders of the Llama-style, DeepSeek, Qwen-hybrid and Nemotron-H families. A builder is
+builders of the Llama-style, DeepSeek and Qwen-hybrid families. A builder is
 `(Fields) -> (layers, mtp, notes)`; decodescope.arch.registry maps model_type to builder."""
 
 from decodescope.arch.arch import MTPModule
-from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
+from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, MoE, Tensor
 from decodescope.arch.config import RawConfig
 from decodescope.arch.fields import Fields
 from decodescope.errors import DecodescopeError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # families whose q/k/v projections carry biases though their configs name no attention_bias
-QKV_BIAS = ("qwen2", "qwen2_moe", "mimo")
+# (SeedOssConfig's default attention_bias is true, its attention_out_bias false)
+QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss")
 # families whose attention_bias covers q, k and v but not o_proj
-QKV_ONLY = (*QKV_BIAS, "glm4_moe", "chatglm")
+QKV_ONLY = (*QKV_BIAS, "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
+# families that normalise q and k per head (q_norm / k_norm of head_dim)
+QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "dots1")
 
 
 def text_fields(raw: RawConfig) -> Fields:
@@ -36,7 +39,7 @@ def attention(f: Fields, window: int | None = None, **kw) -> Attention:
     hidden = f.need("hidden_size")
     bias, mt = bool(f.get("attention_bias", default=False)), f.str_("model_type")
     kw.setdefault("attention_bias", bias or mt in QKV_BIAS)
-    kw.setdefault("o_bias", bias and mt not in QKV_ONLY)
+    kw.setdefault("o_bias", bool(f.get("attention_out_bias", default=bias and mt not in QKV_ONLY)))
     # HF's documented default: no num_key_value_heads means MHA
     kw.setdefault("num_key_value_heads", f.get("num_key_value_heads", default=heads))
     kw.setdefault("head_dim", f.get("head_dim", "attention_head_dim", default=max(1, hidden // heads)))
@@ -110,7 +113,7 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
                 shared_expert_gate=bool(shared) and mt.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")),
                 # DeepSeek-V3-style sigmoid routing keeps a per-expert correction bias
                 router_bias=f.get("topk_method") == "noaux_tc" or bool(f.get("use_routing_bias"))
-                or mt in ("glm4_moe", "glm_moe_dsa"))
+                or mt.startswith(("glm4_moe", "glm4v_moe", "glm_moe_dsa", "dots1")))
 
 
 def _num_layers(f: Fields) -> int:
@@ -125,7 +128,7 @@ def build_decoder(f: Fields):
     window = f.get("sliding_window")
     types = _layer_types(f, n)
     chunk = f.get("attention_chunk_size") if mt.startswith("llama4") else None
-    qk_norm = mt.startswith(("qwen3", "gemma3", "olmo")) or bool(f.get("use_qk_norm"))
+    qk_norm = mt.startswith(QK_NORM) or bool(f.get("use_qk_norm"))
     h = f.need("hidden_size")
     # Gemma 2/3 wrap the MLP in two more norms (pre_ and post_feedforward_layernorm)
     extra = (Tensor("pre_feedforward_layernorm", (h,), "rep", linear=False),
@@ -212,32 +215,3 @@ def build_qwen_hybrid(f: Fields):
                       Tensor("norm", (hidden,), "rep", linear=False)))
            for _ in range(n_mtp or 0)]
     return layers, mtp, notes
-
-
-def build_nemotron_h(f: Fields):
-    """Nemotron-H: a pattern string, one letter per block: M mamba2, * attention, - MLP, E MoE."""
-    pattern = f.need("hybrid_override_pattern", "the Nemotron-H layer pattern")
-    if not isinstance(pattern, str):
-        raise DecodescopeError(f"{f.source}: hybrid_override_pattern is not a string", "one letter per layer")
-    ssm = state_dtype(f)
-    hidden = f.need("hidden_size")
-    layers = []
-    for i, ch in enumerate(pattern):
-        if ch == "M":
-            mixer = Mamba2(hidden, f.need("mamba_num_heads", "Mamba2"), f.need("mamba_head_dim", "Mamba2"),
-                           f.need("n_groups", "Mamba2"), f.need("ssm_state_size", "Mamba2"),
-                           f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
-                           bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[ssm])
-            layers.append(Layer("mamba", mixer, None))
-        elif ch == "*":
-            layers.append(Layer("attention", attention(f), None))
-        elif ch == "-":
-            layers.append(Layer("mlp", None, DenseMLP(hidden, f.need("intermediate_size"), gated=False)))
-        elif ch == "E":
-            block = moe(f, gated=False, router_bias=True,
-                       shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", default=0))
-            layers.append(Layer("moe", None, block))
-        else:
-            raise DecodescopeError(f"{f.source}: hybrid_override_pattern letter '{ch}' at {i} is unknown",
-                                   "known letters: M (mamba2), * (attention), - (MLP), E (MoE)")
-    return layers, [], ()

@@ -1,11 +1,15 @@
 """Families whose configs name their fields their own way (ChatGLM, ERNIE, InternLM2,
-Baichuan, Gemma 3 as released) or whose blocks differ from the Llama layout (Cohere's
-parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and MiMo next-n layers)."""
+Baichuan, Gemma 3 as released, EXAONE 4.0, LFM2, Kimi Linear) or whose blocks differ from
+the Llama layout (Cohere's parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and
+MiMo next-n layers, MiMo-V2-Flash's two attention shapes, MiniMax-M3's sparse layers)."""
+
+from dataclasses import asdict
 
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
                                     state_dtype)
 from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.mixers import BlockSparseAttention
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -35,6 +39,8 @@ def translate(f: Fields) -> Fields:
         if mqa:
             g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
         return g
+    if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
+        return _rename(f, {"attention_bias": "use_bias"})
     if mt == "internlm2":  # one `bias` flag for wqkv and wo
         return _rename(f, {"attention_bias": "bias"})
     if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
@@ -45,9 +51,42 @@ def translate(f: Fields) -> Fields:
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
     if mt.startswith("gemma3"):
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
+    if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
+        return _exaone4_layer_types(f)
+    if mt in ("mimo_v2_flash", "minimax_m3", "minimax_m3_vl"):  # moe_layer_freq: a 0 / 1 flag per layer
+        freq = f.data.get("moe_layer_freq")
+        if isinstance(freq, list):
+            data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
+            return Fields({**data, "moe_layers": [i for i, x in enumerate(freq) if x]}, f.source)
+    if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
+        return _rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
+                       topk_method="noaux_tc")
+    if mt in ("step3p5", "step3p7"):  # Step's MoE names
+        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
+    if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
+        return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
         return _rename(f, {"num_experts_per_tok": "top_k_experts"})
     return f
+
+
+def _exaone4_layer_types(f: Fields) -> Fields:
+    """EXAONE 4.0's layer_types from sliding_window_pattern, as transformers' Exaone4Config
+    derives them: "LLLG" repeats over the layers, an int n makes every n-th layer global;
+    no sliding_window makes every layer global."""
+    n = f.need("num_hidden_layers")
+    pattern = f.data.get("sliding_window_pattern")
+    if f.data.get("layer_types") is not None or pattern is None:
+        return f
+    if not f.get("sliding_window"):
+        types = ["full_attention"] * n
+    elif isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"} and len(pattern) <= 64:
+        types = ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(n)]
+    else:
+        p = check_int(f.source, "sliding_window_pattern", pattern)
+        types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
+    data = {k: v for k, v in f.data.items() if k != "sliding_window_pattern"}
+    return Fields({**data, "layer_types": types}, f.source)
 
 
 def build_cohere(f: Fields):
@@ -229,4 +268,61 @@ def build_granite_hybrid(f: Fields):
     else:
         mlp = DenseMLP(h, shared or f.need("intermediate_size"))
     layers = [Layer("mamba", mamba, mlp) if t == "mamba" else Layer("attention", attention(f), mlp) for t in types]
+    return layers, [], ()
+
+
+def _per_layer_flags(f: Fields, key: str, n: int) -> list[int]:
+    flags = f.list_(key, int)
+    if flags is None or len(flags) != n or not set(flags) <= {0, 1}:
+        raise DecodescopeError(f"{f.source}: {key} must hold one 0 or 1 per layer ({n})", f"fix {key}")
+    return flags
+
+
+def build_mimo_v2(f: Fields):
+    """MiMo-V2-Flash: hybrid_layer_pattern picks sliding-window layers (1: swa_* head counts,
+    sliding_window tokens, a learned sink per head) or full-attention layers (0); Q/K heads
+    of head_dim, V heads of v_head_dim; moe_layer_freq picks the MoE layers (1) from the
+    dense ones (0)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    swa = _per_layer_flags(f, "hybrid_layer_pattern", n)
+    moe_at = set(f.list_("moe_layers", int) or ())
+    full = attention(f, v_head_dim=f.get("v_head_dim", default=0),
+                     sinks=bool(f.get("add_full_attention_sink_bias", default=False)))
+    window = attention(f, f.need("sliding_window", "the sliding-window layers"),
+                       num_key_value_heads=f.get("swa_num_key_value_heads", "num_key_value_heads"),
+                       head_dim=f.get("swa_head_dim", "head_dim"),
+                       v_head_dim=f.get("swa_v_head_dim", "v_head_dim", default=0),
+                       sinks=bool(f.get("add_swa_attention_sink_bias", default=False)))
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    routed = moe(f, router_bias=f.get("topk_method") == "noaux_tc")
+    return [Layer("sliding_attention" if s else "attention", window if s else full, routed if i in moe_at else dense)
+            for i, s in enumerate(swa)], [], ()
+
+
+def build_minimax_m3(f: Fields):
+    """MiniMax-M3: GQA with per-head q/k norms; the layers sparse_attention_freq marks read
+    only the top sparse_topk_blocks blocks (plus the local and initial ones) an indexer
+    picks; dense MLPs (dense_intermediate_size) where moe_layer_freq is 0, else routed
+    experts and a shared one (shared_intermediate_size). Its config names MTP modules that
+    are not counted here."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    sparse = f.get("sparse_attention_config", default={})
+    if not isinstance(sparse, dict):
+        raise DecodescopeError(f"{f.source}: sparse_attention_config is not a JSON object", "fix it")
+    g = Fields(sparse, f.source)
+    on = _per_layer_flags(g, "sparse_attention_freq", n) if sparse.get("use_sparse_attention") else [0] * n
+    dense_attn = attention(f, qk_norm=True)
+    if any(on):
+        block = g.need("sparse_block_size", "MiniMax sparse attention")
+        picked = (g.need("sparse_topk_blocks", "MiniMax sparse attention") + g.get("sparse_local_block", default=1)
+                  + g.get("sparse_init_block", default=0)) * block
+        sparse_attn = BlockSparseAttention(**{**asdict(dense_attn), "index_heads": g.need("sparse_num_index_heads"),
+                                              "index_dim": g.need("sparse_index_dim"), "topk_tokens": picked})
+    moe_at = set(f.list_("moe_layers", int) or ())
+    dense = DenseMLP(h, f.get("dense_intermediate_size", "intermediate_size"))
+    routed = moe(f, shared_expert_intermediate_size=f.get("n_shared_experts", default=0)
+                 * f.get("shared_intermediate_size", "moe_intermediate_size", default=0),
+                 router_bias=bool(f.get("use_routing_bias", default=False)))
+    layers = [Layer("sparse_attention" if on[i] else "attention", sparse_attn if on[i] else dense_attn,
+                    routed if i in moe_at else dense) for i in range(n)]
     return layers, [], ()

@@ -4,31 +4,44 @@ To add a family: write a builder `(Fields) -> (layers, mtp, notes)` (decodescope
 build.py or families.py) and list its model_type(s) in FAMILIES."""
 
 from decodescope.arch.arch import Arch
-from decodescope.arch.build import build_decoder, build_deepseek, build_nemotron_h, build_qwen_hybrid, text_fields
+from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
-                                       build_minimax_m2, build_nemotron_nas, build_nextn_decoder, build_phimoe,
-                                       build_starcoder2, translate)
+                                       build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
+                                       build_phimoe, build_starcoder2, translate)
+from decodescope.arch.deepseek_v4 import build_deepseek_v4
+from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
                      "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
                      "olmo2", "olmoe", "granite", "phi3", "internlm2", "baichuan", "chatglm",
-                     "ernie4_5_moe"), build_decoder),
+                     "ernie4_5", "ernie4_5_moe",
+                     # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
+                     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
+                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1"), build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
-    **dict.fromkeys(("glm4_moe", "mimo"), build_nextn_decoder),
+    # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
+    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2"), build_cohere),
     "nemotron_h": build_nemotron_h,
     "starcoder2": build_starcoder2,
     "phimoe": build_phimoe,
     "minimax_m2": build_minimax_m2,
+    **dict.fromkeys(("minimax_m3", "minimax_m3_vl"), build_minimax_m3),
     "nemotron-nas": build_nemotron_nas,
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
     "granitemoehybrid": build_granite_hybrid,
+    "falcon_h1": build_falcon_h1,
+    "lfm2": build_lfm2,
+    "kimi_linear": build_kimi_linear,
+    **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
+    "mimo_v2_flash": build_mimo_v2,
+    **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
@@ -36,7 +49,7 @@ FAMILIES = {
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:

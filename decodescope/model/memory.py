@@ -3,7 +3,7 @@ touched ones), KV cache for batch x context, recurrent state slots."""
 
 from dataclasses import dataclass, replace
 
-from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Mamba2
+from decodescope.arch import MLA, RECURRENT, Arch, Attention, CompressedMQA
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_interconnect
 from decodescope.model.deployment import Deployment, check, engine_format
@@ -73,14 +73,17 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
     slots = 1 + (d.spec.tokens_per_verify if d.spec.k else 0)
     kv = state = 0.0
     for layer, n in unique_layers(layers):
-        m = layer.mixer
-        if isinstance(m, Attention):
-            ctx = min(tokens, m.sliding_window) if m.sliding_window else tokens
-            kv += n * ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
-        elif isinstance(m, MLA):
-            kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
-        elif isinstance(m, (GatedDeltaNet, Mamba2)):
-            state += n * slots * m.state_bytes(d.tp)
+        # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both cache
+        for m in getattr(layer.mixer, "parts", (layer.mixer,)):
+            if isinstance(m, Attention):
+                ctx = min(tokens, m.sliding_window) if m.sliding_window else tokens
+                kv += n * ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
+            elif isinstance(m, MLA):
+                kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
+            elif isinstance(m, CompressedMQA):  # DeepSeek-V4: a raw window plus pooled rows
+                kv += n * m.kv_cache_bytes(tokens, d.kv_bytes)
+            elif isinstance(m, RECURRENT):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
+                state += n * slots * m.state_bytes(d.tp)
     return kv, state
 
 

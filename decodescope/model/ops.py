@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import TYPE_CHECKING
 
-from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
+from decodescope.arch import MLA, RECURRENT, Arch, Attention, CompressedMQA, Layer, MoE, Tensor
 from decodescope.model.formats import WeightFormat
 
 if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
@@ -127,8 +127,8 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
     return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
 
 
-def state_op(mixer: GatedDeltaNet | Mamba2, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
-    """Recurrent state: read once, written after each token of the pass (a verify pass
+def state_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
+    """Recurrent state of a RECURRENT mixer: read once, written after each token of the pass (a verify pass
     keeps every intermediate state so that rejected draft tokens can be rolled back).
     Engines that keep those in scratch copy the accepted one into the cache afterwards:
     one more read and write of the state per verify pass."""
@@ -181,14 +181,19 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
-    if isinstance(layer.mixer, (Attention, MLA)):
-        ops.append(attention_op(layer.mixer, d, batch, tokens_per_req, r))
-    elif isinstance(layer.mixer, (GatedDeltaNet, Mamba2)):
-        ops.append(state_op(layer.mixer, d, batch, tokens_per_req, r))
+    # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
+    for m in getattr(layer.mixer, "parts", (layer.mixer,)):
+        if isinstance(m, (Attention, MLA, CompressedMQA)):  # CompressedMQA: DeepSeek-V4
+            ops.append(attention_op(m, d, batch, tokens_per_req, r))
+        elif isinstance(m, RECURRENT):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
+            ops.append(state_op(m, d, batch, tokens_per_req, r))
     if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
         msg = tokens * layer_hidden(layer) * ACT_BYTES
         ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
                 for part in ("mixer", "mlp") if getattr(layer, part) is not None]
+        if getattr(layer.mixer, "parts", None):  # Falcon-H1: attention and Mamba2 each reduce their
+            # row-parallel output; vLLM's FalconH1ParallelHybrid sums the two after both reductions
+            ops.append(allreduce_op("mixer allreduce", msg, d.tp, r))
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
     return ops
 

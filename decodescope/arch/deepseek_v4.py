@@ -1,0 +1,55 @@
+"""DeepSeek-V4 (Flash, Pro): compressed multi-query attention (raw sliding window plus
+pooled rows every compress_ratio tokens, an indexer at ratio 4), DeepSeek-style MoE with
+hash-routed first layers, and hyper-connections (hc_mult copies of the residual stream)."""
+
+from decodescope.arch.blocks import Layer, Tensor
+from decodescope.arch.build import moe, nextn_mtp
+from decodescope.arch.fields import Fields
+from decodescope.arch.mixers import CompressedMQA
+from decodescope.errors import DecodescopeError
+
+
+def _hyper_connections(f: Fields) -> tuple[Tensor, ...]:
+    # one mixing map per sub-layer (attention, MoE): fn [(2 + hc) x hc, hc x hidden], its
+    # base [(2 + hc) x hc] and 3 scales; they mix the hc residual copies, not the matmuls
+    hc, h = f.get("hc_mult", default=4), f.need("hidden_size")
+    mix = (2 + hc) * hc
+    return tuple(t for part in ("hc_attn", "hc_ffn")
+                 for t in (Tensor(f"{part}_fn", (mix, hc * h), "rep", linear=False),
+                           Tensor(f"{part}_base", (mix,), "rep", linear=False),
+                           Tensor(f"{part}_scale", (3,), "rep", linear=False)))
+
+
+def _attention(f: Fields, ratio: int) -> CompressedMQA:
+    if ratio not in (0, 4, 128):
+        raise DecodescopeError(f"{f.source}: compress_ratios holds {ratio}", "DeepSeek-V4 compresses by 0, 4 or 128")
+    return CompressedMQA(f.need("hidden_size"), f.need("num_attention_heads"), f.need("head_dim"),
+                         f.need("q_lora_rank", "the low-rank query"), f.need("o_lora_rank", "the grouped output"),
+                         f.need("o_groups", "the grouped output"), f.need("sliding_window", "the raw KV window"),
+                         ratio, f.get("index_n_heads", default=0), f.get("index_head_dim", default=0),
+                         f.get("index_topk", default=0) if ratio == 4 else 0)
+
+
+def build_deepseek_v4(f: Fields):
+    """One layer per compress_ratios entry (0: the raw window only); the MTP module takes the
+    entry after the last layer."""
+    n = f.need("num_hidden_layers")
+    ratios = f.list_("compress_ratios", int) or []
+    if len(ratios) < n:
+        raise DecodescopeError(f"{f.source}: compress_ratios has {len(ratios)} entries for {n} layers",
+                               "one compress ratio (0, 4 or 128) per layer")
+    hashed = f.get("num_hash_layers", default=0)
+    shared = f.get("n_shared_experts", default=0) * f.need("moe_intermediate_size")
+    hc = _hyper_connections(f)
+    layers = [Layer("compressed_attention" if r else "sliding_attention", _attention(f, r),
+                    # hash-routed layers pick experts by token id: no correction bias
+                    moe(f, shared_expert_intermediate_size=shared, router_bias=i >= hashed), hc)
+              for i, r in enumerate(ratios[:n])]
+    mtp_ratio = ratios[n] if len(ratios) > n else 0
+    mtp_layer = Layer("sliding_attention", _attention(f, mtp_ratio),
+                      moe(f, shared_expert_intermediate_size=shared, router_bias=True), hc)
+    notes = [f"the first {hashed} MoE layers route by token id (a vocab x top-k table, not counted)"] if hashed else []
+    if f.get("expert_dtype") == "fp4":
+        notes.append("the checkpoint stores its routed experts in FP4 (expert_dtype: fp4); they are modelled in "
+                     "quantization_config's format, which overstates their bytes about 2x")
+    return layers, nextn_mtp(f, mtp_layer), tuple(notes)

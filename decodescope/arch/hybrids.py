@@ -1,0 +1,210 @@
+"""Builders of the recurrent hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
+MoE), Falcon-H1 (attention and Mamba2 in parallel in every layer), LFM2 (gated short
+convolutions between attention layers) and Kimi Linear (Kimi Delta Attention with MLA)."""
+
+from dataclasses import replace
+
+from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE, Tensor
+from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
+from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.mixers import KimiDeltaAttention, ParallelHybrid, ShortConv
+from decodescope.errors import DecodescopeError
+
+
+def _falcon_mamba(f: Fields) -> Mamba2:
+    """Falcon-H1's Mamba2 mixer. transformers' FalconH1Config: d_ssm = mamba_d_ssm, else
+    mamba_expand x hidden; mamba_d_head "auto" = d_ssm / mamba_n_heads. in_proj carries
+    mamba_proj_bias, out_proj projectors_bias; the gated RMSNorm exists only with mamba_rms_norm."""
+    h, heads = f.need("hidden_size"), f.need("mamba_n_heads", "Falcon-H1's Mamba2 mixer")
+    d_head = f.data.get("mamba_d_head")
+    if d_head in (None, "auto"):
+        d_ssm = f.get("mamba_d_ssm") or f.get("mamba_expand", default=2) * h
+        d_head = d_ssm // heads
+        if d_head < 1 or d_head * heads != d_ssm:
+            raise DecodescopeError(f"{f.source}: mamba_d_ssm {d_ssm} is not a multiple of mamba_n_heads {heads}",
+                                   "set mamba_d_head, or a mamba_d_ssm that mamba_n_heads divides")
+    else:
+        d_head = f.get("mamba_d_head")
+    bias = bool(f.get("mamba_proj_bias", default=False)) or bool(f.get("projectors_bias", default=False))
+    return Mamba2(h, heads, d_head, f.get("mamba_n_groups", default=1), f.get("mamba_d_state", default=256),
+                  f.get("mamba_d_conv", default=4), bool(f.get("mamba_conv_bias", default=True)), bias,
+                  STATE_DTYPE_BYTES[state_dtype(f)], gated_norm=bool(f.get("mamba_rms_norm", default=False)))
+
+
+def build_falcon_h1(f: Fields):
+    """Falcon-H1: every layer runs attention and a Mamba2 mixer side by side off one RMSNorm
+    (their outputs summed), then a SwiGLU MLP behind its own norm (pre_ff_layernorm). The
+    muP multipliers of its config scale activations, not shapes."""
+    h = f.need("hidden_size")
+    mixer = ParallelHybrid(attention(f), _falcon_mamba(f))
+    mlp = DenseMLP(h, f.need("intermediate_size"), bias=bool(f.get("mlp_bias", default=False)))
+    return [Layer("hybrid", mixer, mlp)] * f.need("num_hidden_layers"), [], ()
+
+
+# Nemotron-H layer kinds: hybrid_override_pattern letters and layers_block_type words
+NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_pattern(f: Fields, letters: str, words: str) -> list[str] | None:
+    """Layer kinds from a pattern string (`letters`) or a list of kind words (`words`)."""
+    if f.get(letters) is not None:
+        pattern = f.get(letters)
+        if not isinstance(pattern, str):
+            raise DecodescopeError(f"{f.source}: {letters} is not a string", "one letter per layer")
+        unknown = next((i for i, ch in enumerate(pattern) if ch not in NEMOTRON_KINDS), None)
+        if unknown is not None:
+            raise DecodescopeError(f"{f.source}: {letters} letter '{pattern[unknown]}' at {unknown} is unknown",
+                                   "known letters: M (mamba2), * (attention), - (MLP), E (MoE)")
+        return [NEMOTRON_KINDS[ch] for ch in pattern]
+    kinds = f.list_(words, str)
+    if kinds is not None and not set(kinds) <= set(NEMOTRON_KINDS.values()):
+        raise DecodescopeError(f"{f.source}: {words} holds {sorted(set(kinds) - set(NEMOTRON_KINDS.values()))}",
+                               "known kinds: mamba, attention, mlp, moe")
+    return kinds
+
+
+def _nemotron_block(f: Fields, kind: str):
+    h = f.need("hidden_size")
+    if kind == "mamba":
+        return Mamba2(h, f.need("mamba_num_heads", "Mamba2"), f.need("mamba_head_dim", "Mamba2"),
+                      f.need("n_groups", "Mamba2"), f.need("ssm_state_size", "Mamba2"),
+                      f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
+                      bool(f.get("mamba_proj_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    if kind == "attention":
+        return attention(f)
+    if kind == "mlp":
+        return DenseMLP(h, f.need("intermediate_size"), gated=False)
+    return moe(f, gated=False, router_bias=True, latent_size=f.get("moe_latent_size", default=0),
+               shared_expert_intermediate_size=f.get("moe_shared_expert_intermediate_size", default=0))
+
+
+def build_nemotron_h(f: Fields):
+    """Nemotron-H and Nemotron 3: one kind per layer, from hybrid_override_pattern (M mamba2,
+    * attention, - MLP, E MoE) or layers_block_type; Nemotron 3 Super / Ultra route their
+    experts in a latent (moe_latent_size) and carry MTP layers (mtp_hybrid_override_pattern,
+    e.g. "*E": one attention and one MoE block per module)."""
+    kinds = _nemotron_pattern(f, "hybrid_override_pattern", "layers_block_type")
+    if not kinds:
+        raise DecodescopeError(f"{f.source}: field 'hybrid_override_pattern' is missing (needed for the "
+                               "Nemotron-H layer pattern)", "add hybrid_override_pattern or layers_block_type")
+    layers = []
+    for kind in kinds:
+        block = _nemotron_block(f, kind)
+        mixer = block if kind in ("mamba", "attention") else None
+        layers.append(Layer(kind, mixer, None if mixer else block))
+    mtp_kinds = _nemotron_pattern(f, "mtp_hybrid_override_pattern", "mtp_layers_block_type") or []
+    mtp = []
+    if mtp_kinds and f.get("num_nextn_predict_layers"):
+        # one module: its blocks in order, folded into one layer (a mixer and an MLP at most)
+        mixer = next((_nemotron_block(f, k) for k in mtp_kinds if k in ("mamba", "attention")), None)
+        mlp = next((_nemotron_block(f, k) for k in mtp_kinds if k in ("mlp", "moe")), None)
+        mtp = nextn_mtp(f, Layer(mtp_kinds[0], mixer, mlp))
+    return layers, mtp, ()
+
+
+def _lfm2_ff(f: Fields) -> int:
+    """LFM2's MLP width as transformers' Lfm2MLP derives it: with block_auto_adjust_ff_dim,
+    2/3 of intermediate_size (block_ff_dim), times block_ffn_dim_multiplier, rounded up to
+    a multiple of block_multiple_of."""
+    ff = f.need("intermediate_size", "the MLP (block_ff_dim)")
+    if not f.get("block_auto_adjust_ff_dim", default=True):
+        return ff
+    ff = int(2 * ff / 3)
+    mult = f.get("block_ffn_dim_multiplier", default=1.0)
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
+        raise DecodescopeError(f"{f.source}: block_ffn_dim_multiplier {mult!r} out of range",
+                               "a positive factor of the MLP width, at most 64")
+    ff = int(mult * ff)
+    step = check_int(f.source, "block_multiple_of", f.get("block_multiple_of", default=256))
+    return max(step, -(-ff // step) * step)
+
+
+def build_lfm2(f: Fields):
+    """LFM2: gated short-convolution layers ("conv") and GQA attention layers with per-head
+    q/k norms (layer_types, or full_attn_idxs in the first configs), each followed by a
+    SwiGLU MLP."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str)
+    if types is None:
+        full = set(f.list_("full_attn_idxs", int) or range(n))
+        types = ["full_attention" if i in full else "conv" for i in range(n)]
+    if len(types) != n or not set(types) <= {"conv", "full_attention"}:
+        raise DecodescopeError(f"{f.source}: layer_types must give \"conv\" or \"full_attention\" for each of "
+                               f"{n} layers", "fix layer_types (or full_attn_idxs)")
+    conv = ShortConv(h, f.need("conv_L_cache", "LFM2's short convolution"), bool(f.get("conv_bias", default=False)))
+    mlp = DenseMLP(h, _lfm2_ff(f))
+    attn = attention(f, qk_norm=True)
+    return [Layer("conv", conv, mlp) if t == "conv" else Layer("attention", attn, mlp) for t in types], [], ()
+
+
+def build_kimi_linear(f: Fields):
+    """Kimi Linear: linear_attn_config lists, 1-based, the Kimi Delta Attention layers
+    (kda_layers) and the MLA layers (full_attn_layers); DeepSeek-style MoE after the
+    first_k_dense_replace dense layers."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    lin = f.get("linear_attn_config")
+    if not isinstance(lin, dict):
+        raise DecodescopeError(f"{f.source}: kimi_linear needs linear_attn_config", "add linear_attn_config")
+    g = Fields(lin, f.source)
+    full = set(g.list_("full_attn_layers", int) or ())
+    kda = KimiDeltaAttention(h, g.need("num_heads", "Kimi Delta Attention"), g.need("head_dim", "Kimi Delta Attention"),
+                             g.need("short_conv_kernel_size", "Kimi Delta Attention"),
+                             bool(lin.get("use_full_rank_gate", False)))
+    mla = MLA(h, f.need("num_attention_heads"), f.get("q_lora_rank"), f.need("kv_lora_rank", "MLA"),
+              f.need("qk_nope_head_dim", "MLA"), f.need("qk_rope_head_dim", "MLA"), f.need("v_head_dim", "MLA"))
+    latent = f.get("routed_expert_hidden_size", default=0)  # Kimi K3: experts in a latent, as Nemotron 3's
+
+    def mlp(i: int):
+        block = decoder_mlp(f, i)
+        return replace(block, latent_size=latent) if latent and isinstance(block, MoE) else block
+    layers = [Layer("mla", mla, mlp(i)) if i + 1 in full else Layer("linear_attention", kda, mlp(i)) for i in range(n)]
+    notes = ("the MLA output gate and attention residuals (mla_use_output_gate, attn_res_block_size) are not counted",
+             ) if f.get("mla_use_output_gate") or f.get("attn_res_block_size") else ()
+    return layers, [], notes
+
+
+def _step_moe_layers(f: Fields, n: int) -> set[int]:
+    enum = f.data.get("moe_layers_enum")
+    if enum is None:  # the trimmed configs: DeepSeek's first_k_dense_replace
+        return set(range(f.get("first_k_dense_replace", default=0), n))
+    try:
+        layers = {int(x) for x in str(enum).split(",") if x.strip()}
+    except ValueError:
+        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
+                               "moe_layers_enum: comma-separated layer indices, e.g. \"3,4,5\"") from None
+    return {i for i in layers if 0 <= i < n}
+
+
+def build_step3p5(f: Fields):
+    """Step 3.5 / 3.7 Flash: layer_types (which also lists the MTP layers) picks full or
+    sliding attention; sliding layers take attention_other_setting's heads; a sigmoid gate
+    per head (g_proj, use_head_wise_attn_gate); per-head q/k norms; routed experts plus a
+    shared one (share_expert_dim) in the moe_layers_enum layers, dense MLPs elsewhere."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = f.list_("layer_types", str) or ["full_attention"] * n
+    other = f.get("attention_other_setting", default={})
+    if len(types) < n or not isinstance(other, dict):
+        raise DecodescopeError(f"{f.source}: layer_types needs one entry per layer; attention_other_setting an object",
+                               "fix layer_types / attention_other_setting")
+    kv = f.get("num_attention_groups", "num_key_value_heads")
+    o = Fields(other, f.source)
+
+    def layer(t: str, mlp) -> Layer:
+        if t == "sliding_attention":
+            attn = attention(f, f.need("sliding_window"), qk_norm=True,
+                             num_key_value_heads=o.get("num_attention_groups", "num_key_value_heads", default=kv),
+                             head_dim=o.get("head_dim", default=f.need("head_dim")))
+            if o.get("num_attention_heads"):
+                attn = replace(attn, num_attention_heads=o.get("num_attention_heads"))
+        else:
+            attn = attention(f, qk_norm=True, num_key_value_heads=kv)
+        gate = (Tensor("g_proj", (attn.num_attention_heads, h), "col"),) if f.get("use_head_wise_attn_gate") else ()
+        return Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, gate)
+
+    moe_at = _step_moe_layers(f, n)
+    routed = moe(f, shared_expert_intermediate_size=f.get("share_expert_dim", default=0),
+                 router_bias=bool(f.get("use_moe_router_bias", default=False)))
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    layers = [layer(t, routed if i in moe_at else dense) for i, t in enumerate(types[:n])]
+    mtp_layer = layer(types[n] if len(types) > n else "full_attention", routed)
+    return layers, nextn_mtp(f, mtp_layer), ()
