@@ -19,8 +19,12 @@ BLOCK_BYTES = 16 << 20  # decompressed bytes per block: bounds memory, amortises
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 ANNOTATION_CATS = ("user_annotation", "gpu_user_annotation")
+# PyTorch 1.8-1.10 (Kineto before its 2021 renaming) wrote these categories; the
+# TensorBoard plugin reads them the same way (kineto/tb_plugin, EventTypeMap)
+OLD_CATS = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime"}
 WANTED = GPU_CATS + LAUNCH_CATS + ANNOTATION_CATS
-_CATS = b"|".join(c.encode() for c in WANTED)
+_CATS = b"|".join(c.encode() for c in WANTED + tuple(OLD_CATS))
+_OLD = {k.encode(): v.encode() for k, v in OLD_CATS.items()}
 
 # Plain character classes only (no alternation, no lazy loops): measured 3x faster than
 # an escape-aware name and a lazy scan of args. Every wanted category is matched; its
@@ -222,7 +226,7 @@ class EventStream:
         if i is None:
             i = self.name_ids[raw] = len(self.t.names)
             self.t.names.append(orjson.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode(errors="replace"))
-            self.t.gpu_cat.append(cat.decode() if isinstance(cat, bytes) else cat)
+            self.t.gpu_cat.append(OLD_CATS.get(c := cat.decode() if isinstance(cat, bytes) else cat, c))
         return i
 
     def _fast_rows(self, rows) -> None:
@@ -232,6 +236,7 @@ class EventStream:
             self._set_origin(rows[0][2])
         h0, k, origin = self.hi, self.cut, t.origin_us
         for cat, name, ts, dur, corr in rows:
+            cat = _OLD.get(cat, cat)
             start = float(ts[k:]) if ts[:k] == h0 else float(ts) - origin
             if cat == b"kernel" or cat == b"gpu_memcpy" or cat == b"gpu_memset":
                 gpu((start, start + float(dur), name_id(name, cat), int(corr) if corr else -1))
@@ -275,6 +280,7 @@ class EventStream:
 
     def _event(self, e: dict) -> None:
         cat = e.get("cat")
+        cat = OLD_CATS.get(cat, cat) if isinstance(cat, str) else cat
         if e.get("ph") != "X" or cat not in WANTED:
             return
         try:
