@@ -45,6 +45,7 @@ _LAUNCH_TID = re.compile(rb'"cat": "cuda_runtime", "name": "[^"]*", "pid": [^,]*
                          rb'\s*"ts": (\d+(?:\.\d+)?), "dur": [\d.]+,\s*"args": \{[^}]*"correlation": (\d+)')
 EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
 _EVENTS_END = re.compile(rb'\}\s*\]\s*(?:,\s*"|\}\s*$)')
+_EMPTY_END = re.compile(rb"\s*\]")
 _SEP = re.compile(rb"\}\s*,\s*\{")
 KINETO_SEP = b"\n  },\n  {"
 _RANK = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"rank\\?":\s*(\d+)')
@@ -138,6 +139,12 @@ class EventStream:
         self.cut = 0  # len(hi)
         self.bad_events = 0
         self.compact: bool | None = None  # decided on the first block of events
+        # "ph": "B" / "E" pairs (other writers than Kineto): the open ranges per (pid, tid),
+        # innermost last; once one is seen every block takes the careful path, as an "E"
+        # alone does not match the fast pattern
+        self.open: dict[tuple, list[dict]] = {}
+        self.paired = False
+        self.lone_ends = 0  # "E" events with no open range on their thread
         self.shaped: bool | None = None  # the trace records shapes: decided on the first block
 
     def feed(self, data: bytes) -> None:
@@ -165,6 +172,8 @@ class EventStream:
         self.read_meta()
 
     def report_bad(self) -> None:
+        if lone := sum(map(len, self.open.values())) + self.lone_ends:
+            self.t.problems.append(f"{lone} \"B\" / \"E\" events have no partner on their thread and were skipped")
         if self.bad_events:
             self.t.problems.append(f"{self.bad_events} events are not valid JSON and were skipped")
 
@@ -181,7 +190,9 @@ class EventStream:
             self.tail = self.buf
         else:
             m = _EVENTS_END.search(self.buf)
-            if m:
+            if _EMPTY_END.match(self.buf):
+                self.tail = self.buf  # "traceEvents": [] (nothing recorded)
+            elif m:
                 self._events(self.buf[: m.start() + 1])
                 self.tail = self.buf[m.start():]
             else:
@@ -200,8 +211,9 @@ class EventStream:
     def _events(self, block: bytes) -> None:
         if self.compact is None:  # another writer's compact JSON: the fast pattern never fits
             self.compact = b'"cat":"' in block
-        rows = () if self.compact else _FAST.findall(block)
-        if not self.compact and all(r[3] for r in rows):
+        careful = self.compact or self.paired
+        rows = () if careful else _FAST.findall(block)
+        if not careful and all(r[3] for r in rows):
             self._fast_rows(rows)
         else:
             self._slow(block)
@@ -279,9 +291,14 @@ class EventStream:
             self.bad_events += 1
 
     def _event(self, e: dict) -> None:
-        cat = e.get("cat")
+        ph = e.get("ph")
+        if ph == "B" or ph == "E":
+            e = self._pair(e)
+        elif ph != "X":
+            return
+        cat = e and e.get("cat")
         cat = OLD_CATS.get(cat, cat) if isinstance(cat, str) else cat
-        if e.get("ph") != "X" or cat not in WANTED:
+        if cat not in WANTED:
             return
         try:
             if self.hi is None:
@@ -305,6 +322,25 @@ class EventStream:
                     self.t.graph_launches.append((start, corr))
         else:
             self.t.annotations.append((str(e.get("name", "")), start, end, cat == "gpu_user_annotation"))
+
+
+    def _pair(self, e: dict) -> dict | None:
+        """A "B" opens a range on its thread; the "E" that follows closes the innermost one,
+        which then counts as one complete event (None until then)."""
+        stack = self.open.setdefault((e.get("pid"), e.get("tid")), [])
+        if e["ph"] == "B":
+            stack.append(e)
+            self.paired = True
+            return None
+        if not stack:
+            self.lone_ends += 1
+            return None
+        b = stack.pop()
+        try:
+            return {**b, "ph": "X", "dur": float(e["ts"]) - float(b["ts"])}
+        except (KeyError, TypeError, ValueError):
+            self.bad_events += 1
+            return None
 
 
 def _parse(inside: bytes) -> dict | None:

@@ -79,3 +79,48 @@ def test_old_category_names_are_read():
     # the last step: 730531 to its last end 730706 = 175 µs; busy 6 + 15 + 5 = 26 µs
     assert b.kernels == 3 and b.wall_ms == pytest.approx(0.175) and b.busy_ms == pytest.approx(0.026)
     assert b.by_class == pytest.approx({"gemm": 0.021, "elementwise": 0.005})
+
+
+def _as_begin_end(doc: dict) -> dict:
+    """Each complete ("X") step range rewritten as a "B" / "E" pair, as other trace writers do."""
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") == "user_annotation":
+            end = {"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + e["dur"]}
+            e = {k: v for k, v in e.items() if k != "dur"} | {"ph": "B"}
+            events += [e, end]
+        else:
+            events.append(e)
+    return doc | {"traceEvents": events}
+
+
+def test_begin_end_pairs_are_ranges(tmp_path):
+    with gzip.open(SAMPLED) as f:
+        doc = _as_begin_end(json.load(f))
+    path = tmp_path / "be.json"
+    path.write_text(json.dumps(doc, indent=2))
+    found = find_steps(read_trace(str(path)))
+    assert found.source is StepSource.PROFILER_STEP
+    want = by_hand(SAMPLED)  # the same ranges as complete events
+    got = [(s.label, s.wall_ms, s.busy_ms, s.kernels) for s in found.steps]
+    assert [g[0] for g in got] == [w[0] for w in want] and [g[3] for g in got] == [w[3] for w in want]
+    assert all(g[1] == pytest.approx(w[1]) and g[2] == pytest.approx(w[2]) for g, w in zip(got, want))
+
+
+def test_an_end_without_begin_is_reported(tmp_path):
+    with gzip.open(SAMPLED) as f:
+        doc = _as_begin_end(json.load(f))
+    first_b = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("ph") == "B")
+    del doc["traceEvents"][first_b]  # its "E" is left alone, and the step range is gone
+    path = tmp_path / "be.json"
+    path.write_text(json.dumps(doc))
+    t = read_trace(str(path))
+    assert any('1 "B" / "E" events have no partner' in p for p in t.problems)
+
+
+def test_an_empty_event_list_is_not_called_truncated(tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text('{"schemaVersion": 1, "traceEvents": [\n]}')
+    assert read_trace(str(path)).problems == []
+    r = run(path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and "truncated" not in r.stdout + r.stderr
