@@ -1,6 +1,7 @@
 """`decodescope trace`: where each decode step's GPU time went, from torch-profiler traces."""
 
 import json
+from pathlib import Path
 
 import click
 
@@ -8,7 +9,7 @@ from decodescope.errors import DecodescopeError
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("--steps", "step_filter", type=click.Choice(["decode", "all"]), default="decode", show_default=True,
               help="decode steps only (where the step markers say), or every step")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, writable=True), help="write one row per step here")
@@ -21,12 +22,14 @@ from decodescope.errors import DecodescopeError
 @click.option("--weights", help="weight format, with --model [default: as the config]")
 @click.option("--engine", default="generic", show_default=True, help="engine profile, with --model")
 def trace(files, step_filter, csv_path, as_json, model_id, gpu, tp, batch, context, weights, engine):
-    """Break each decode step of FILES (torch-profiler .json / .json.gz, one per rank) into kernel classes and idle."""
+    """Break each decode step of FILES (torch-profiler .json / .json.gz, one per rank, or the folder the
+    engine's profiler wrote them to) into kernel classes and idle."""
     from decodescope.trace.summary import analyse
 
     if model_id and not gpu:
         raise click.UsageError("--model needs --gpu (e.g. --model llama-3.1-8b --gpu h200)")
 
+    files = _expand(files)
     missing = [f for f in files if not _readable(f)]
     if missing:
         raise DecodescopeError(f"cannot read {', '.join(missing)}", "give torch-profiler trace files (.json or .json.gz)")
@@ -56,6 +59,21 @@ def _against_model(d, model_id, gpu, tp, batch, context, weights, engine) -> dic
     arch = load_arch(model_id)
     dep = make_deployment(arch, gpu, tp=tp, batch=batch, context=context, weights=weights, engine=engine)
     return against_model(d, predict(arch, dep).to_dict())
+
+
+def _expand(paths) -> list[str]:
+    """Each folder (as VLLM_TORCH_PROFILER_DIR or SGLANG_TORCH_PROFILER_DIR) replaced by its traces."""
+    out = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(str(p))
+            continue
+        found = sorted(str(f) for f in p.iterdir() if f.name.endswith((".json", ".json.gz")) and f.is_file())
+        if not found:
+            raise DecodescopeError(f"no .json or .json.gz files in the folder {p}",
+                                   "give the folder the profiler wrote its traces to, or the trace files")
+        out += found
+    return out
 
 
 def _readable(path: str) -> bool:

@@ -124,3 +124,17 @@ def test_an_empty_event_list_is_not_called_truncated(tmp_path):
     assert read_trace(str(path)).problems == []
     r = run(path)
     assert r.returncode != 0 and "Traceback" not in r.stderr and "truncated" not in r.stdout + r.stderr
+
+
+def test_a_profiler_folder_is_read_as_its_trace_files(tmp_path):
+    # vLLM and SGLang write one trace per rank into the folder named by VLLM_TORCH_PROFILER_DIR /
+    # SGLANG_TORCH_PROFILER_DIR, next to other files (vLLM's profiler_out_N.txt tables)
+    (tmp_path / "r0.pt.trace.json.gz").write_bytes(SAMPLED.read_bytes())
+    (tmp_path / "profiler_out_0.txt").write_text("Name  Self CPU %\n")
+    r = run(tmp_path, "--steps", "all", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["steps"] == len(by_hand(SAMPLED)) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run(empty)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and "no .json or .json.gz files in the folder" in r.stderr
