@@ -45,6 +45,7 @@ _LAUNCH_TID = re.compile(rb'"cat": "cuda_runtime", "name": "[^"]*", "pid": [^,]*
                          rb'\s*"ts": (\d+(?:\.\d+)?), "dur": [\d.]+,\s*"args": \{[^}]*"correlation": (\d+)')
 EVENTS_START = re.compile(rb'"traceEvents":\s*\[')
 _EVENTS_END = re.compile(rb'\}\s*\]\s*(?:,\s*"|\}\s*$)')
+_ARRAY_END = re.compile(rb"\}\s*\]\s*$")
 _EMPTY_END = re.compile(rb"\s*\]")
 _SEP = re.compile(rb"\}\s*,\s*\{")
 KINETO_SEP = b"\n  },\n  {"
@@ -130,6 +131,7 @@ class EventStream:
         self.buf = b""
         self.header = b""
         self.in_events = False
+        self.array = False  # the file is a bare list of events, not an object holding "traceEvents"
         self.tail = b""
         self.name_ids: dict[bytes, int] = {}
         # Older traces hold absolute epoch µs with ns decimals (~1.7e15), beyond a double's ns
@@ -149,6 +151,10 @@ class EventStream:
 
     def feed(self, data: bytes) -> None:
         self.buf += data
+        if not self.in_events and self.buf.lstrip()[:1] == b"[":
+            # Chrome's other layout, a bare list of events (other writers; its "]" may be left out)
+            self.buf = self.buf.lstrip()[1:]
+            self.in_events = self.array = True
         if not self.in_events:
             m = EVENTS_START.search(self.buf)
             if not m:
@@ -189,14 +195,15 @@ class EventStream:
             t.problems.append("no \"traceEvents\" list found: not a torch-profiler Chrome trace")
             self.tail = self.buf
         else:
-            m = _EVENTS_END.search(self.buf)
+            m = (_ARRAY_END if self.array else _EVENTS_END).search(self.buf)
             if _EMPTY_END.match(self.buf):
                 self.tail = self.buf  # "traceEvents": [] (nothing recorded)
             elif m:
                 self._events(self.buf[: m.start() + 1])
                 self.tail = self.buf[m.start():]
             else:
-                t.problems.append("the event list is not closed (truncated file?); the events read are reported")
+                if not self.array:  # a bare list may end without its "]"
+                    t.problems.append("the event list is not closed (truncated file?); the events read are reported")
                 self._events(self.buf)
         self.report_bad()
         self.read_meta()

@@ -138,3 +138,18 @@ def test_a_profiler_folder_is_read_as_its_trace_files(tmp_path):
     empty.mkdir()
     r = run(empty)
     assert r.returncode != 0 and "Traceback" not in r.stderr and "no .json or .json.gz files in the folder" in r.stderr
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "no-closing-bracket"])
+def test_a_bare_event_list_is_read(tmp_path, closed):
+    # Chrome's trace format also allows the file to be just the list of events, its "]" optional
+    with gzip.open(SAMPLED) as f:
+        text = json.dumps(json.load(f)["traceEvents"], indent=1)
+    path = tmp_path / "array.json"
+    path.write_text(text if closed else text.rstrip()[:-1])
+    t = read_trace(str(path))
+    assert t.problems == []
+    got = [(s.label, s.wall_ms, s.busy_ms, s.kernels) for s in find_steps(t).steps]
+    want = by_hand(SAMPLED)
+    assert [g[0] for g in got] == [w[0] for w in want] and [g[3] for g in got] == [w[3] for w in want]
+    assert all(g[1] == pytest.approx(w[1]) and g[2] == pytest.approx(w[2]) for g, w in zip(got, want))
