@@ -166,6 +166,8 @@ class EventStream:
             self.in_events = True
         cut = self.buf.rfind(KINETO_SEP)
         cut = cut + 4 if cut >= 0 else self._generic_cut()
+        if cut <= 0 and len(self.buf) > _HEADER_LIMIT:
+            raise _NoEvents()  # bounded memory: no event is this long
         if cut > 0:
             self._events(self.buf[:cut])
             self.buf = self.buf[cut:]
@@ -360,6 +362,11 @@ def _parse(inside: bytes) -> dict | None:
 class _NotATrace(OSError):
     def __init__(self):
         super().__init__("no \"traceEvents\" list in the first 64 MB: not a torch-profiler Chrome trace")
+
+
+class _NoEvents(OSError):
+    def __init__(self):
+        super().__init__("no boundary between events in 64 MB of \"traceEvents\": not a list of trace events")
 
 
 def _int(m) -> int | None:

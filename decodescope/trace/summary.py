@@ -8,6 +8,7 @@ it is only reported.
 import os
 import re
 import statistics
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,10 @@ def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
     if len(firsts) > 1 and (max(firsts) - min(firsts)) / 1e6 > SKEW_WARN_S:
         problems.append(f"the ranks' first GPU events are {(max(firsts) - min(firsts)) / 1e6:.0f} s apart: host clocks "
                         "differ or the files come from different runs; ranks are compared step by step, not by time")
+    seen = Counter((r.rank, r.tp_rank) for r in ranks if r.rank is not None or r.tp_rank is not None)
+    if twice := sorted((k for k, n in seen.items() if n > 1), key=str):
+        problems.append(f"several files for the same rank (rank, TP rank) {twice}: traces of several profiling "
+                        "runs in one folder? give one run's files")
     counts = {len(r.steps) for r in ranks if r.steps_found}
     if len(counts) > 1:
         problems.append(f"ranks have different numbers of steps ({sorted(counts)}); summaries use each rank's own")

@@ -153,3 +153,25 @@ def test_a_bare_event_list_is_read(tmp_path, closed):
     want = by_hand(SAMPLED)
     assert [g[0] for g in got] == [w[0] for w in want] and [g[3] for g in got] == [w[3] for w in want]
     assert all(g[1] == pytest.approx(w[1]) and g[2] == pytest.approx(w[2]) for g, w in zip(got, want))
+
+
+def test_two_runs_of_one_rank_in_a_folder_are_named(tmp_path):
+    # two /start_profile calls into the same folder: two files that both say rank 0
+    # (distributedInfo in the trace)
+    for run_id in ("1733000000", "1733000100"):
+        (tmp_path / f"{run_id}.pt.trace.json.gz").write_bytes(SAMPLED.read_bytes())
+    r = run(tmp_path, "--steps", "all", "--json")
+    assert r.returncode == 0, r.stderr
+    assert any("several files for the same rank" in p and "(0, None)" in p for p in json.loads(r.stdout)["problems"])
+
+
+def test_a_list_without_event_boundaries_is_refused_in_bounded_memory(tmp_path):
+    # 80 MB of numbers where events should be: no "}, {" boundary, so no event can be cut out;
+    # the reader gives up after 64 MB instead of holding the whole list
+    path = tmp_path / "numbers.json"
+    with open(path, "w") as f:
+        f.write('{"traceEvents": [')
+        f.write("1234567, " * 10_000_000)
+        f.write("0]}")
+    t = read_trace(str(path))
+    assert t.gpu == [] and any("no boundary between events in 64 MB" in p for p in t.problems)
