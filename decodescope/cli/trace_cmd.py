@@ -68,7 +68,9 @@ def _expand(paths) -> list[str]:
         if not p.is_dir():
             out.append(str(p))
             continue
-        found = sorted(str(f) for f in p.iterdir() if f.name.endswith((".json", ".json.gz")) and f.is_file())
+        # vLLM's front end writes a CPU-only trace there too (worker name "async_llm"): not a rank
+        found = sorted(str(f) for f in p.iterdir() if f.name.endswith((".json", ".json.gz")) and f.is_file()
+                       and not f.name.startswith("async_llm"))
         if not found:
             raise DecodescopeError(f"no .json or .json.gz files in the folder {p}",
                                    "give the folder the profiler wrote its traces to, or the trace files")

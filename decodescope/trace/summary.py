@@ -83,8 +83,8 @@ def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
                         "differ or the files come from different runs; ranks are compared step by step, not by time")
     seen = Counter((r.rank, r.tp_rank) for r in ranks if r.rank is not None or r.tp_rank is not None)
     if twice := sorted((k for k, n in seen.items() if n > 1), key=str):
-        problems.append(f"several files for the same rank (rank, TP rank) {twice}: traces of several profiling "
-                        "runs in one folder? give one run's files")
+        problems.append(f"several files for the same rank (rank, TP rank) {twice}: several profiling runs, or "
+                        "SGLang's -DECODE and -EXTEND files, in one folder? give the files of one run and stage")
     counts = {len(r.steps) for r in ranks if r.steps_found}
     if len(counts) > 1:
         problems.append(f"ranks have different numbers of steps ({sorted(counts)}); summaries use each rank's own")

@@ -131,9 +131,14 @@ def test_a_profiler_folder_is_read_as_its_trace_files(tmp_path):
     # SGLANG_TORCH_PROFILER_DIR, next to other files (vLLM's profiler_out_N.txt tables)
     (tmp_path / "r0.pt.trace.json.gz").write_bytes(SAMPLED.read_bytes())
     (tmp_path / "profiler_out_0.txt").write_text("Name  Self CPU %\n")
+    # and the front end's CPU-only trace (vLLM worker name "async_llm"), which is no rank
+    cpu_only = {"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "frontend_span", "pid": 1, "tid": 1,
+                                 "ts": 1, "dur": 2}]}
+    (tmp_path / "async_llm.1733000000.pt.trace.json.gz").write_bytes(gzip.compress(json.dumps(cpu_only).encode()))
     r = run(tmp_path, "--steps", "all", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["steps"] == len(by_hand(SAMPLED)) == 2
+    d = json.loads(r.stdout)
+    assert d["steps"] == len(by_hand(SAMPLED)) == 2 and len(d["ranks"]) == 1 and d["problems"] == []
     empty = tmp_path / "empty"
     empty.mkdir()
     r = run(empty)
