@@ -1,7 +1,6 @@
 """`decodescope trace`: where each decode step's GPU time went, from torch-profiler traces."""
 
 import json
-from pathlib import Path
 
 import click
 
@@ -24,12 +23,12 @@ from decodescope.errors import DecodescopeError
 def trace(files, step_filter, csv_path, as_json, model_id, gpu, tp, batch, context, weights, engine):
     """Break each decode step of FILES (torch-profiler .json / .json.gz, one per rank, or the folder the
     engine's profiler wrote them to) into kernel classes and idle."""
-    from decodescope.trace.summary import analyse
+    from decodescope.trace.summary import analyse, trace_files
 
     if model_id and not gpu:
         raise click.UsageError("--model needs --gpu (e.g. --model llama-3.1-8b --gpu h200)")
 
-    files = _expand(files)
+    files = trace_files(files)
     missing = [f for f in files if not _readable(f)]
     if missing:
         raise DecodescopeError(f"cannot read {', '.join(missing)}", "give torch-profiler trace files (.json or .json.gz)")
@@ -59,23 +58,6 @@ def _against_model(d, model_id, gpu, tp, batch, context, weights, engine) -> dic
     arch = load_arch(model_id)
     dep = make_deployment(arch, gpu, tp=tp, batch=batch, context=context, weights=weights, engine=engine)
     return against_model(d, predict(arch, dep).to_dict())
-
-
-def _expand(paths) -> list[str]:
-    """Each folder (as VLLM_TORCH_PROFILER_DIR or SGLANG_TORCH_PROFILER_DIR) replaced by its traces."""
-    out = []
-    for p in map(Path, paths):
-        if not p.is_dir():
-            out.append(str(p))
-            continue
-        # vLLM's front end writes a CPU-only trace there too (worker name "async_llm"): not a rank
-        found = sorted(str(f) for f in p.iterdir() if f.name.endswith((".json", ".json.gz")) and f.is_file()
-                       and not f.name.startswith("async_llm"))
-        if not found:
-            raise DecodescopeError(f"no .json or .json.gz files in the folder {p}",
-                                   "give the folder the profiler wrote its traces to, or the trace files")
-        out += found
-    return out
 
 
 def _readable(path: str) -> bool:

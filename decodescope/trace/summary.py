@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from decodescope.errors import DecodescopeError
 from decodescope.measure.stats import distribution
 from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
 from decodescope.trace.classify import KernelClass, classify
@@ -66,6 +67,23 @@ class TraceReport:
             "stragglers": stragglers(self.ranks),
             "problems": list(self.problems),
         }
+
+
+def trace_files(paths) -> list[str]:
+    """Each folder (as VLLM_TORCH_PROFILER_DIR or SGLANG_TORCH_PROFILER_DIR) replaced by its traces."""
+    out = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(str(p))
+            continue
+        # vLLM's front end writes a CPU-only trace there too (worker name "async_llm"): not a rank
+        found = sorted(str(f) for f in p.iterdir() if f.name.endswith((".json", ".json.gz")) and f.is_file()
+                       and "async_llm" not in f.name)
+        if not found:
+            raise DecodescopeError(f"no .json or .json.gz files in the folder {p}",
+                                   "give the folder the profiler wrote its traces to, or the trace files")
+        out += found
+    return out
 
 
 def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
