@@ -52,6 +52,7 @@ KINETO_SEP = b"\n  },\n  {"
 _RANK = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"rank\\?":\s*(\d+)')
 _WORLD = re.compile(rb'"distributedInfo":\s*"?\{[^}]*?\\?"world_size\\?":\s*(\d+)')
 _DEVICE = re.compile(rb'"deviceProperties":\s*\[\s*\{[^}]*?"name":\s*"([^"]*)"')
+_BASE = re.compile(rb'"baseTimeNanoseconds":\s*(\d+)')
 _HEADER_LIMIT = 64 << 20  # bytes read looking for "traceEvents" before calling the file not a trace
 
 
@@ -73,6 +74,9 @@ class RawTrace:
     # aten::mm / addmm / bmm, and (thread, start, correlation) of each launch call
     shapes: list[tuple] = field(default_factory=list)
     shaped_launches: list[tuple[int, float, int]] = field(default_factory=list)
+    # newer Kineto: every ts counts from a point of this host's clock, and baseTimeNanoseconds
+    # (µs here) is that point in wall-clock time, so base + ts compares across hosts
+    base_us: float = 0.0
     device_name: str = ""
     rank: int | None = None  # global rank from distributedInfo
     world_size: int | None = None
@@ -214,6 +218,7 @@ class EventStream:
         t, meta = self.t, self.header + self.tail
         t.rank = _int(_RANK.search(meta))
         t.world_size = _int(_WORLD.search(meta))
+        t.base_us = (_int(_BASE.search(meta)) or 0) / 1e3
         m = _DEVICE.search(self.header)
         t.device_name = m.group(1).decode(errors="replace") if m else ""
 

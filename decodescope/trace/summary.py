@@ -39,7 +39,7 @@ class RankResult:
     steps: tuple[Step, ...]  # the steps kept by the filter
     steps_found: int  # all steps, before the filter
     outside_ms: float
-    first_gpu_us: float | None  # first GPU event on the file's clock (µs)
+    first_gpu_us: float | None  # first GPU event, µs of wall-clock time where the file gives its base
     bytes_read: int
     gemm_bandwidth: tuple[GemmShape, ...]  # over the whole trace, where shapes were recorded
     problems: tuple[str, ...]
@@ -125,7 +125,7 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
         file=path, rank=raw.rank if raw.rank is not None else int(by_name.group(1)) if by_name else None,
         tp_rank=int(tp.group(1)) if tp else None, device=raw.device_name, step_source=str(found.source),
         steps=kept, steps_found=len(found.steps), outside_ms=found.outside_ms,
-        first_gpu_us=raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
+        first_gpu_us=raw.base_us + raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
         gemm_bandwidth=gemm_bandwidth(raw, [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]),
         problems=tuple(problems))
 

@@ -5,10 +5,11 @@ import csv
 import gzip
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
-from tracefiles import ROOT, run
+from tracefiles import GRAPH, ROOT, load, run, write
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import StepSource, find_steps
@@ -180,3 +181,22 @@ def test_a_list_without_event_boundaries_is_refused_in_bounded_memory(tmp_path):
         f.write("0]}")
     t = read_trace(str(path))
     assert t.gpu == [] and any("no boundary between events in 64 MB" in p for p in t.problems)
+
+
+def test_ranks_on_hosts_booted_apart_are_on_one_clock(tmp_path):
+    # Newer Kineto counts ts from a point of the host's clock and gives that point as
+    # baseTimeNanoseconds. A rank on a host booted 3 days later (259200 s): every ts
+    # 259200e6 µs smaller, its base 259200e9 ns larger; base + ts is the same wall-clock time,
+    # so this is no clock skew (the +1 h copy in test_cli, with its base unchanged, is one).
+    doc = load(GRAPH)
+    assert doc["baseTimeNanoseconds"] > 0
+    shutil.copy(GRAPH, tmp_path / "p-TP-0.trace.json.gz")
+    other = json.loads(json.dumps(doc))
+    for e in other["traceEvents"]:
+        if isinstance(e.get("ts"), int | float):
+            e["ts"] -= 259200e6
+    other["baseTimeNanoseconds"] += 259200 * 10**9
+    write(other, tmp_path / "p-TP-1.trace.json.gz")
+    r = run(*sorted(tmp_path.glob("*.gz")), "--json")
+    assert r.returncode == 0, r.stderr
+    assert not any("apart" in p for p in json.loads(r.stdout)["problems"])
