@@ -45,9 +45,20 @@ def trace(files, step_filter, csv_path, as_json, model_id, gpu, tp, batch, conte
         from decodescope.report.trace_table import print_trace
         print_trace(d)
     if not d["steps"]:
-        raise DecodescopeError("no steps to break down in " + ", ".join(files),
-                               "record GPU activity (ProfilerActivity.CUDA) around a few decode steps; "
-                               "--steps all shows prefill steps too")
+        raise _no_steps(d, files)
+
+
+def _no_steps(d: dict, files) -> DecodescopeError:
+    """The error when no file gave a step: unreadable files say why, the others ask for GPU activity."""
+    unread = [r["problems"][-1] for r in d["ranks"]
+              if any(w in p for p in r["problems"] for w in ("traceEvents", "could not read", "boundary"))]
+    if len(unread) == len(d["ranks"]):
+        return DecodescopeError(f"nothing to read in {', '.join(files)}: {unread[0]}",
+                                "give the .json or .json.gz file torch.profiler wrote (export_chrome_trace or "
+                                "tensorboard_trace_handler), one per rank, or the folder holding them")
+    return DecodescopeError("no steps to break down in " + ", ".join(files),
+                            "record GPU activity (ProfilerActivity.CUDA) around a few decode steps; "
+                            "--steps all shows prefill steps too")
 
 
 def _against_model(d, model_id, gpu, tp, batch, context, weights, engine) -> dict:

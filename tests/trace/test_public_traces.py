@@ -200,3 +200,13 @@ def test_ranks_on_hosts_booted_apart_are_on_one_clock(tmp_path):
     r = run(*sorted(tmp_path.glob("*.gz")), "--json")
     assert r.returncode == 0, r.stderr
     assert not any("apart" in p for p in json.loads(r.stdout)["problems"])
+
+
+@pytest.mark.parametrize("name", ["probe.txt", "gpu_check_results.json"])
+def test_a_file_that_is_no_trace_gets_one_error_saying_so(name):
+    # real files of this repository that are no traces: a text report and a JSON document
+    r = run(ROOT / "tests" / "data" / "h200" / name)
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(err) == 2
+    assert "nothing to read" in err[0] and "not a torch-profiler Chrome trace" in err[0]
+    assert "export_chrome_trace" in err[1]
