@@ -107,6 +107,7 @@ def _merge(path: str, parts: list[RawTrace]) -> RawTrace:
         t.bytes_read += p.bytes_read
         t.device_name = t.device_name or p.device_name
         t.base_us = t.base_us or p.base_us
+        t.devices |= p.devices
         t.rank = t.rank if t.rank is not None else p.rank
         t.world_size = t.world_size if t.world_size is not None else p.world_size
     return t

@@ -33,7 +33,7 @@ _OLD = {k.encode(): v.encode() for k, v in OLD_CATS.items()}
 # and sends the block to the careful path. Damage elsewhere in an event, in fields not
 # read, is not looked for. These categories only occur on complete ("X") events.
 _FAST = re.compile(
-    rb'"cat": "(' + _CATS + rb')"(?:, "name": "([^"\\]*)", "pid": [^,]*, "tid": [^,]*,'
+    rb'"cat": "(' + _CATS + rb')"(?:, "name": "([^"\\]*)", "pid": ([^,]*), "tid": [^,]*,'
     rb'\s*"ts": (\d+(?:\.\d+)?), "dur": (\d+(?:\.\d+)?)'
     rb'(?:,\s*"args": \{[^}]*"correlation": (\d+))?(?=,|\s*\}))?'
 )
@@ -78,6 +78,7 @@ class RawTrace:
     # (µs here) is that point in wall-clock time, so base + ts compares across hosts
     base_us: float = 0.0
     device_name: str = ""
+    devices: set[str] = field(default_factory=set)  # the GPU events' "pid"s: Kineto's device index
     rank: int | None = None  # global rank from distributedInfo
     world_size: int | None = None
     bytes_read: int = 0
@@ -227,7 +228,7 @@ class EventStream:
             self.compact = b'"cat":"' in block
         careful = self.compact or self.paired
         rows = () if careful else _FAST.findall(block)
-        if not careful and all(r[3] for r in rows):
+        if not careful and all(r[4] for r in rows):
             self._fast_rows(rows)
         else:
             self._slow(block)
@@ -258,14 +259,16 @@ class EventStream:
     def _fast_rows(self, rows) -> None:
         t = self.t
         gpu, launch, graphs, name_id = t.gpu.append, t.launch_ts, t.graph_launches.append, self._name_id
+        devices = t.devices.add
         if rows and self.hi is None:
-            self._set_origin(rows[0][2])
+            self._set_origin(rows[0][3])
         h0, k, origin = self.hi, self.cut, t.origin_us
-        for cat, name, ts, dur, corr in rows:
+        for cat, name, pid, ts, dur, corr in rows:
             cat = _OLD.get(cat, cat)
             start = float(ts[k:]) if ts[:k] == h0 else float(ts) - origin
             if cat == b"kernel" or cat == b"gpu_memcpy" or cat == b"gpu_memset":
                 gpu((start, start + float(dur), name_id(name, cat), int(corr) if corr else -1))
+                devices(pid.decode())
             elif cat == b"cuda_runtime" or cat == b"cuda_driver":
                 if corr:
                     launch[int(corr)] = start
@@ -329,6 +332,7 @@ class EventStream:
         if cat in GPU_CATS:
             raw = orjson.dumps(e.get("name", ""))[1:-1]
             self.t.gpu.append((start, end, self._name_id(raw, cat), corr))
+            self.t.devices.add(orjson.dumps(e.get("pid")).decode())
         elif cat in LAUNCH_CATS:
             if corr >= 0:
                 self.t.launch_ts[corr] = start

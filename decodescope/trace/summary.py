@@ -117,6 +117,9 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
     if not raw.gpu and not any("not a torch-profiler" in p for p in problems):
         problems.append("no GPU events (kernels, memcpy, memset) in this trace: was it recorded with "
                         "ProfilerActivity.CUDA, on a GPU?")
+    if len(raw.devices) > 1:  # one process driving several GPUs (e.g. a model split with device_map="auto")
+        problems.append(f"GPU events on {len(raw.devices)} devices (pid {', '.join(sorted(raw.devices))}) in this one "
+                        "file: they are read as one GPU, and time when two devices are busy at once counts once")
     kept = _filter(found.steps, step_filter, problems)
     name = Path(path).name
     tp = _SGLANG_TP.search(name) or _VLLM_TP.search(name)

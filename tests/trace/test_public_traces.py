@@ -210,3 +210,14 @@ def test_a_file_that_is_no_trace_gets_one_error_saying_so(name):
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(err) == 2
     assert "nothing to read" in err[0] and "not a torch-profiler Chrome trace" in err[0]
     assert "export_chrome_trace" in err[1]
+
+
+def test_several_gpus_in_one_file_are_named(tmp_path):
+    # one process driving two GPUs: the graph trace's GPU events copied onto device 1 ("pid" 1)
+    doc = load(GRAPH)
+    gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    doc["traceEvents"] += [e | {"pid": 1} for e in gpu]
+    r = run(write(doc, tmp_path / "two.json.gz"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert any("GPU events on 2 devices (pid 0, 1)" in p for p in json.loads(r.stdout)["problems"])
+    assert not any("devices" in p for p in json.loads(run(GRAPH, "--json").stdout)["problems"])
