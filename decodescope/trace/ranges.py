@@ -108,6 +108,7 @@ def _merge(path: str, parts: list[RawTrace]) -> RawTrace:
         t.device_name = t.device_name or p.device_name
         t.base_us = t.base_us or p.base_us
         t.devices |= p.devices
+        t.truncated = t.truncated or p.truncated
         t.rank = t.rank if t.rank is not None else p.rank
         t.world_size = t.world_size if t.world_size is not None else p.world_size
     return t

@@ -82,6 +82,7 @@ class RawTrace:
     rank: int | None = None  # global rank from distributedInfo
     world_size: int | None = None
     bytes_read: int = 0
+    truncated: bool = False  # the file ends before its event list does: the step cut there is partial
     problems: list[str] = field(default_factory=list)
 
 
@@ -115,6 +116,7 @@ def _blocks(path: str, t: RawTrace):
                 try:
                     out = d.decompress(chunk)
                 except zlib.error as e:
+                    t.truncated = True
                     t.problems.append(f"gzip data is corrupt after {t.bytes_read / 1e6:.1f} MB ({e}); "
                                       "the rest of the file is skipped")
                     return
@@ -124,6 +126,7 @@ def _blocks(path: str, t: RawTrace):
                 if chunk:
                     d = zlib.decompressobj(wbits=31)
         if not d.eof:
+            t.truncated = True
             t.problems.append(f"the gzip stream ends early (truncated file?) after {t.bytes_read / 1e6:.1f} MB "
                               "of JSON; the events before that point are reported")
 
@@ -210,6 +213,7 @@ class EventStream:
                 self.tail = self.buf[m.start():]
             else:
                 if not self.array:  # a bare list may end without its "]"
+                    t.truncated = True
                     t.problems.append("the event list is not closed (truncated file?); the events read are reported")
                 self._events(self.buf)
         self.report_bad()

@@ -18,6 +18,7 @@ from decodescope.measure.stats import distribution
 from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
 from decodescope.trace.classify import KernelClass, classify
 from decodescope.trace.ranges import read
+from decodescope.trace.reader import RawTrace
 from decodescope.trace.steps import Phase, Step, find_steps
 
 STRAGGLER_EXCESS = 0.05  # a rank whose median compute time per step is > 5 % above the ranks' median
@@ -120,7 +121,7 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
     if len(raw.devices) > 1:  # one process driving several GPUs (e.g. a model split with device_map="auto")
         problems.append(f"GPU events on {len(raw.devices)} devices (pid {', '.join(sorted(raw.devices))}) in this one "
                         "file: they are read as one GPU, and time when two devices are busy at once counts once")
-    kept = _filter(found.steps, step_filter, problems)
+    kept = _filter(_whole(raw, found.steps, problems), step_filter, problems)
     name = Path(path).name
     tp = _SGLANG_TP.search(name) or _VLLM_TP.search(name)
     by_name = _VLLM_RANK.search(name)
@@ -131,6 +132,17 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
         first_gpu_us=raw.base_us + raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
         gemm_bandwidth=gemm_bandwidth(raw, [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]),
         problems=tuple(problems))
+
+
+def _whole(raw: RawTrace, steps: tuple[Step, ...], problems: list[str]) -> tuple[Step, ...]:
+    """Without the step a truncated file ends in. Kineto writes the GPU events last, in time
+    order, so the last one read lies in the step the end of the file cut short."""
+    if not raw.truncated or not steps:
+        return steps
+    last = (raw.gpu[-1][0] - min(ev[0] for ev in raw.gpu)) / 1e3  # ms after the first GPU event, as start_ms
+    cut = max((s for s in steps if s.start_ms <= last), key=lambda s: s.start_ms, default=steps[-1])
+    problems.append(f"step {cut.index} ({cut.label}) is cut short by the end of the file and is left out")
+    return tuple(s for s in steps if s is not cut)
 
 
 def _filter(steps: tuple[Step, ...], step_filter: str, problems: list[str]) -> tuple[Step, ...]:

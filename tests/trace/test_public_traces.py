@@ -6,10 +6,11 @@ import gzip
 import json
 import re
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
-from tracefiles import GRAPH, ROOT, load, run, write
+from tracefiles import EAGER, GRAPH, ROOT, load, run, write
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import StepSource, find_steps
@@ -20,14 +21,16 @@ ROCM = DATA / "hta_rocm6_mi250_minitoy_train.json.gz"
 SAMPLED = DATA / "hta_sampled_rank-0.json.gz"
 
 
-def by_hand(path: Path) -> list[tuple[str, float, float, int]]:
+def by_hand(path: Path, step: str = r"ProfilerStep#\d+", doc: dict | None = None) -> list[tuple[str, float, float, int]]:
     """(label, wall ms, busy ms, GPU events) per ProfilerStep#N range that launched GPU work:
     a GPU event belongs to the range its launch call (same correlation id) starts in; wall runs
     from the step's first GPU start to the next step's; busy is the union of its GPU events."""
-    with gzip.open(path) as f:
-        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    if doc is None:
+        with gzip.open(path) as f:
+            doc = json.load(f)
+    ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     ranges = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
-                    if e.get("cat") == "user_annotation" and re.fullmatch(r"ProfilerStep#\d+", e["name"]))
+                    if e.get("cat") == "user_annotation" and re.fullmatch(step, e["name"]))
     launch = {e["args"]["correlation"]: e["ts"] for e in ev if e.get("cat") == "cuda_runtime"
               and "correlation" in e.get("args", {})}
     groups: list[list[dict]] = [[] for _ in ranges]
@@ -221,3 +224,27 @@ def test_several_gpus_in_one_file_are_named(tmp_path):
     assert r.returncode == 0, r.stderr
     assert any("GPU events on 2 devices (pid 0, 1)" in p for p in json.loads(r.stdout)["problems"])
     assert not any("devices" in p for p in json.loads(run(GRAPH, "--json").stdout)["problems"])
+
+
+def test_the_step_a_truncated_file_ends_in_is_left_out(tmp_path):
+    # the eager H200 trace (5 decode_step ranges of 965 GPU events) with its gzip cut at 60 %
+    data = EAGER.read_bytes()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(data[: len(data) * 6 // 10])
+    # by hand: what zlib gives of the cut file, closed after its last whole event, read by json
+    text = zlib.decompressobj(wbits=31).decompress(cut.read_bytes()).decode()
+    partial = json.loads(text[: text.rfind("\n  },\n  {") + 4] + "]}")
+    full, read = by_hand(EAGER, "decode_step"), by_hand(EAGER, "decode_step", partial)
+    assert [w[3] for w in full] == [965] * 5
+    whole = [r for r, w in zip(read, full) if r[3] == w[3]]  # steps with all their GPU events read
+    assert 0 < len(whole) < len(read) <= 5  # the cut falls inside a step
+    r = run(cut, "--steps", "all", "--csv", tmp_path / "s.csv")
+    assert r.returncode == 0, r.stderr
+    assert f"step {len(whole)} (decode_step) is cut short by the end of the file" in " ".join(r.stdout.split())
+    rows = csv.DictReader(open(tmp_path / "s.csv"))
+    got = [(x["label"], float(x["wall_ms"]), float(x["busy_ms"]), int(x["kernels"])) for x in rows]
+    assert [g[3] for g in got] == [w[3] for w in whole]
+    # the steps kept are the complete trace's steps; json's doubles hold these µs times (~5e12) to
+    # ~0.001 µs, so 965 events' sum differs by up to ~0.03 µs: 1e-4 ms
+    for g, w in zip(got, full):
+        assert g[1] == pytest.approx(w[1], abs=1e-4) and g[2] == pytest.approx(w[2], abs=1e-4)
