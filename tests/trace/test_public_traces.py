@@ -7,10 +7,11 @@ import json
 import re
 import shutil
 import zlib
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from tracefiles import EAGER, GRAPH, ROOT, load, run, write
+from tracefiles import EAGER, GRAPH, ROOT, load, public, run, write
 
 from decodescope.trace.reader import read_trace
 from decodescope.trace.steps import StepSource, find_steps
@@ -27,7 +28,7 @@ def by_hand(path: Path, step: str = r"ProfilerStep#\d+", doc: dict | None = None
     from the step's first GPU start to the next step's; busy is the union of its GPU events."""
     if doc is None:
         with gzip.open(path) as f:
-            doc = json.load(f)
+            doc = json.load(f, parse_float=Decimal)  # exact: a double holds epoch µs only to ~0.25 µs
     ev = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
     ranges = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in ev
                     if e.get("cat") == "user_annotation" and re.fullmatch(step, e["name"]))
@@ -48,12 +49,12 @@ def by_hand(path: Path, step: str = r"ProfilerStep#\d+", doc: dict | None = None
             continue
         first, last = min(e["ts"] for e in g), max(e["ts"] + e["dur"] for e in g)
         end = min((x for x in firsts if x > first), default=last)
-        busy, cur = 0.0, float("-inf")
+        busy, cur = 0, None
         for s, e in sorted((e["ts"], e["ts"] + e["dur"]) for e in g):
-            if e > cur:
-                busy += e - max(s, cur)
+            if cur is None or e > cur:
+                busy += e - (s if cur is None else max(s, cur))
                 cur = e
-        out.append((label, (end - first) / 1e3, busy / 1e3, len(g)))
+        out.append((label, float((end - first) / 1000), float(busy / 1000), len(g)))
     return out
 
 
@@ -70,6 +71,21 @@ def test_steps_match_a_reading_by_hand(path, tmp_path):
         assert g[1] == pytest.approx(w[1], abs=1e-5) and g[2] == pytest.approx(w[2], abs=1e-5)
     j = json.loads(r.stdout)
     assert j["steps"] == len(want) and j["ranks"][0]["step_source"] == str(StepSource.PROFILER_STEP)
+
+
+def test_nanosecond_timestamps_match_to_the_nanosecond(tmp_path):
+    # newer Kineto writes epoch µs with three decimals (~1.7e15.xxx): read exactly by hand with
+    # Decimal, the five ProfilerStep walls and busy times agree to 1 ns (csv rounds to 1e-6 ms)
+    path = public("ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
+    want = by_hand(path)
+    assert len(want) == 5
+    r = run(path, "--steps", "all", "--csv", tmp_path / "s.csv")
+    assert r.returncode == 0, r.stderr
+    got = [(x["label"], float(x["wall_ms"]), float(x["busy_ms"]), int(x["kernels"]))
+           for x in csv.DictReader(open(tmp_path / "s.csv"))]
+    assert [g[0] for g in got] == [w[0] for w in want] and [g[3] for g in got] == [w[3] for w in want]
+    for g, w in zip(got, want):
+        assert g[1] == pytest.approx(w[1], abs=1.5e-6) and g[2] == pytest.approx(w[2], abs=1.5e-6)
 
 
 def test_old_category_names_are_read():
@@ -233,7 +249,7 @@ def test_the_step_a_truncated_file_ends_in_is_left_out(tmp_path):
     cut.write_bytes(data[: len(data) * 6 // 10])
     # by hand: what zlib gives of the cut file, closed after its last whole event, read by json
     text = zlib.decompressobj(wbits=31).decompress(cut.read_bytes()).decode()
-    partial = json.loads(text[: text.rfind("\n  },\n  {") + 4] + "]}")
+    partial = json.loads(text[: text.rfind("\n  },\n  {") + 4] + "]}", parse_float=Decimal)
     full, read = by_hand(EAGER, "decode_step"), by_hand(EAGER, "decode_step", partial)
     assert [w[3] for w in full] == [965] * 5
     whole = [r for r, w in zip(read, full) if r[3] == w[3]]  # steps with all their GPU events read
@@ -244,7 +260,5 @@ def test_the_step_a_truncated_file_ends_in_is_left_out(tmp_path):
     rows = csv.DictReader(open(tmp_path / "s.csv"))
     got = [(x["label"], float(x["wall_ms"]), float(x["busy_ms"]), int(x["kernels"])) for x in rows]
     assert [g[3] for g in got] == [w[3] for w in whole]
-    # the steps kept are the complete trace's steps; json's doubles hold these µs times (~5e12) to
-    # ~0.001 µs, so 965 events' sum differs by up to ~0.03 µs: 1e-4 ms
-    for g, w in zip(got, full):
-        assert g[1] == pytest.approx(w[1], abs=1e-4) and g[2] == pytest.approx(w[2], abs=1e-4)
+    for g, w in zip(got, full):  # the steps kept are the complete trace's steps
+        assert g[1] == pytest.approx(w[1], abs=1e-5) and g[2] == pytest.approx(w[2], abs=1e-5)
