@@ -62,8 +62,9 @@ def render(e, as_json: bool, as_markdown: bool, html_path: str | None) -> None:
 @click.option("--log", "log_file", help="a server log (SGLang, vLLM, llama.cpp) to read the points from")
 @click.option("--segment", type=int, help="which segment of the log (default: the last)")
 @click.option("--points", help="ACCEPT_LEN:TOK_S,... measured points (tok/s per user)")
-@click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False),
-              help="a torch-profiler trace of the same deployment (repeat: one per rank): measured terms in the gap")
+@click.option("--trace", "traces", multiple=True, type=click.Path(),
+              help="a torch-profiler trace of the same deployment (repeat: one per rank), or the folder "
+                   "the profiler wrote them to: measured terms in the gap")
 @click.option("--target", type=float, help="tok/s per user wanted: the accept length it needs, the levers that reach it")
 @click.option("--markdown", "as_markdown", is_flag=True, help="print markdown (for an issue or a chat)")
 @click.option("--html", "html_path", help="also write a self-contained HTML report to this file")

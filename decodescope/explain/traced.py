@@ -19,16 +19,18 @@ def _classes(components: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def from_trace(paths: list[str]) -> Observations:
-    """The decode steps of one trace file per rank, as `decodescope trace` reads them."""
-    from decodescope.trace.summary import analyse
-    missing = [p for p in paths if not Path(p).is_file()]
+    """The decode steps of one trace file per rank (or the folder the profiler wrote them to),
+    as `decodescope trace` reads them."""
+    from decodescope.trace.summary import analyse, trace_files
+    missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise DecodescopeError(f"cannot read trace {', '.join(missing)}",
                                "give torch-profiler trace files (.json or .json.gz), one per rank")
-    t = analyse(list(paths), "decode").to_dict()
+    paths = trace_files(paths)
+    t = analyse(paths, "decode").to_dict()
     if not t["steps"]:
         raise DecodescopeError("no decode steps in the trace " + ", ".join(paths),
-                               "record GPU activity (ProfilerActivity.CUDA) around a few decode steps; "
+                               "".join(f"{x}; " for x in t["problems"]) + "record GPU activity (ProfilerActivity.CUDA) around a few decode steps; "
                                "`decodescope trace FILE --steps all` shows what the trace holds")
     by_class = t["by_class"]
     memory, comm = _classes(MEMORY), _classes(COMM)

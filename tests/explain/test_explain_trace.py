@@ -97,3 +97,23 @@ def test_a_bad_trace_is_one_clear_error(content, message, tmp_path):
                         "--points", "1:100", "--trace", str(f)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_profiler_folder_reads_as_its_trace_files(tmp_path):
+    # the folder VLLM_TORCH_PROFILER_DIR names: the rank's trace, and the front end's CPU-only
+    # trace (its name holds "async_llm"), which is no rank and must not be read
+    (tmp_path / "rank0.pt.trace.json.gz").write_bytes(Path(GRAPH).read_bytes())
+    (tmp_path / "async_llm.pt.trace.json").write_text('{"traceEvents": []}')
+    args = ("--engine", "gpt-fast", "--points", "1:100", "--json")
+    folder, file = json.loads(explain(*args, "--trace", str(tmp_path))), json.loads(explain(*args, "--trace", GRAPH))
+    # the same figures; only the file's name in the inputs differs
+    assert json.dumps(folder).replace("rank0.pt.trace", "trace_graph_llama8b_shape") == json.dumps(file)
+    assert '"steps": 5' in json.dumps(file["observations"])
+
+
+def test_a_file_that_is_no_trace_says_why(tmp_path):
+    (tmp_path / "notes.json").write_text('{"model": "llama"}')
+    r = subprocess.run([sys.executable, "-m", "decodescope", "explain", "llama-3.1-8b", "--gpu", "h200",
+                        "--points", "1:100", "--trace", str(tmp_path / "notes.json")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a torch-profiler Chrome trace" in r.stderr, r.stderr
