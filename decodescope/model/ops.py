@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from math import comb
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from decodescope.arch import MLA, Arch, Attention, GatedDeltaNet, Layer, Mamba2, MoE, Tensor
 from decodescope.model.formats import WeightFormat
@@ -30,8 +30,9 @@ class Rates:
     link_bw: float  # bytes/s per direction between two GPUs of the group
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
+    """Immutable like a frozen dataclass; a tuple because thousands are built per run and a
+    frozen dataclass's __init__ (one object.__setattr__ per field) costs ~5x as much."""
     component: str  # weights | kv_cache | state | allreduce | kernels
     name: str
     bytes: float
@@ -67,7 +68,9 @@ def busiest_rank_experts(num_experts: int, top_k: int, tokens: int, ep: int) -> 
 
 def _roofline(component, name, nbytes, flops, bw, peak) -> Op:
     t_mem, t_comp = nbytes / bw, flops / peak if flops else 0.0
-    return Op(component, name, nbytes, flops, max(t_mem, t_comp), "compute" if t_comp > t_mem else "memory")
+    if t_comp > t_mem:
+        return Op(component, name, nbytes, flops, t_comp, "compute")
+    return Op(component, name, nbytes, flops, t_mem, "memory")
 
 
 def tensor_params_gpu(t: Tensor, d: Deployment, touched_experts: float | None = None) -> float:
