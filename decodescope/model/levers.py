@@ -11,7 +11,7 @@ from decodescope.hardware import all_gpus, get_interconnect
 from decodescope.model.deployment import Deployment, engine_format
 from decodescope.model.engines import engines
 from decodescope.model.formats import WeightFormat, parse_format
-from decodescope.model.memory import memory_fit
+from decodescope.model.memory import memory_fit, memory_need
 from decodescope.model.predict import estimates
 
 OTHER_GPUS = 3  # how many other GPUs of the database to list (the fastest that fit)
@@ -96,10 +96,10 @@ def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, D
 def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") -> list[Lever]:
     """Every applicable single change that gains, ranked by expected tok/s; of the other
     GPUs only the OTHER_GPUS fastest that fit, one per distinct result."""
-    found = []
+    found, need = [], memory_need(arch, d)
     for label, change, nd in _candidates(arch, d, bound):
-        try:
-            fits = memory_fit(arch, nd).fits
+        try:  # another GPU holds the same bytes: its memory need is d's
+            fits = memory_fit(arch, nd, need if label.startswith("gpu ") else None).fits
             if label.startswith("gpu ") and not fits:
                 continue  # only GPUs that fit are listed
             ceiling, expected = estimates(arch, nd)

@@ -115,11 +115,13 @@ def eagle_head(arch: Arch) -> MTPModule:
 
 def sum_ops(ops: list[Op]) -> dict[str, Component]:
     out: dict[str, list[float]] = {}
-    for op in ops:
-        acc = out.setdefault(op.component, [0.0, 0.0, 0.0])
-        acc[0] += op.time_s * 1e3
-        acc[1] += op.bytes
-        acc[2] += op.flops
+    for component, _, nbytes, flops, time_s, _ in ops:
+        acc = out.get(component)
+        if acc is None:
+            acc = out[component] = [0.0, 0.0, 0.0]
+        acc[0] += time_s * 1e3
+        acc[1] += nbytes
+        acc[2] += flops
     return {k: Component(k, *v) for k, v in out.items()}
 
 
@@ -179,7 +181,8 @@ _BOUND_NAMES = {"memory": "memory", "compute": "compute", "comm": "communication
 
 
 def _bound(ops: list[Op], host_ms: float) -> str:
-    t = {"memory": 0.0, "compute": 0.0, "communication": 0.0, "latency": 0.0, "host": host_ms / 1e3}
-    for op in ops:
-        t[_BOUND_NAMES[op.bound]] += op.time_s
-    return max(t, key=t.get)
+    t = dict.fromkeys(_BOUND_NAMES, 0.0)  # seconds by Op.bound, renamed below
+    for _, _, _, _, time_s, bound in ops:
+        t[bound] += time_s
+    by_name = {_BOUND_NAMES[b]: s for b, s in t.items()} | {"host": host_ms / 1e3}
+    return max(by_name, key=by_name.get)
