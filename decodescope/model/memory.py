@@ -43,7 +43,7 @@ def stage_layers(arch: Arch, d: Deployment) -> tuple[tuple, ...]:
 
 
 def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
-    return sum(tensor_params_gpu(t, d) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
+    return sum(tensor_params_gpu(t, d.tp, d.ep) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
 
 
 def _layers_held(layers, d: Deployment) -> float:
