@@ -24,6 +24,7 @@ class MTPModule:
 
 @dataclass(frozen=True)
 class Arch:
+    """What a model reads and computes per token: its layers, MTP modules, embedding and head."""
     name: str
     source: str  # where the config came from
     model_type: str

@@ -18,6 +18,7 @@ SHARDS = ("col", "row", "kv", "rep", "vocab")
 
 @dataclass(frozen=True)
 class Tensor:
+    """One weight tensor of a block: its shape and how tensor parallelism splits it."""
     name: str  # HF module name, e.g. "q_proj"
     shape: tuple[int, ...]  # [out, in] for a linear weight; per expert for routed experts
     shard: str  # one of SHARDS
@@ -282,6 +283,7 @@ class Mamba1(Mamba2):
 
 @dataclass(frozen=True)
 class DenseMLP:
+    """A dense (gated) MLP: gate, up and down projections."""
     hidden_size: int
     intermediate_size: int
     gated: bool = True  # SwiGLU gate+up; False: up only (Nemotron-H relu2, StarCoder2 gelu)
@@ -343,6 +345,7 @@ MLP = DenseMLP | MoE
 
 @dataclass(frozen=True)
 class Layer:
+    """One decoder layer: a token mixer (attention or recurrent) and an MLP."""
     kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
     mixer: Mixer | None
     mlp: MLP | None

@@ -16,6 +16,7 @@ PRESET_DIR = Path(__file__).parent / "presets"
 
 @dataclass(frozen=True)
 class RawConfig:
+    """A model's config.json as read, with where it came from."""
     data: dict  # the config.json as parsed
     source: str  # where it came from (path or "preset:NAME")
     name: str  # short model name for display

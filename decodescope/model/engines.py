@@ -11,6 +11,7 @@ from decodescope.errors import DecodescopeError
 
 @dataclass(frozen=True)
 class EngineProfile:
+    """What a serving engine achieves: efficiencies, fixed costs and the formats it serves (engines.toml)."""
     id: str
     description: str
     bw_efficiency: float  # achieved / datasheet memory bandwidth on decode weight streams

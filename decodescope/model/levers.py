@@ -21,6 +21,7 @@ WEIGHT_ONLY_ENGINES = ("llamacpp", "exllamav2")  # engines whose own formats no 
 
 @dataclass(frozen=True)
 class Lever:
+    """One single change to the deployment and what it would give."""
     lever: str  # short label, e.g. "weights fp8"
     change: str  # what changes, in words
     tok_s: float  # expected tok/s per user with the change

@@ -13,6 +13,7 @@ from decodescope.model.ops import lm_head, tensor_params_gpu, unique_layers
 
 @dataclass(frozen=True)
 class MemoryFit:
+    """Bytes per GPU against the usable memory, for the largest pipeline stage."""
     weights_bytes: float  # per GPU, the largest pipeline stage, MTP / draft weights included
     kv_cache_bytes: float  # per GPU, batch x (context + verify tokens)
     state_bytes: float  # per GPU, recurrent-state slots (one per verify token + 1 under speculation)

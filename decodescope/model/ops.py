@@ -179,8 +179,8 @@ def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, ba
     """layer_ops of every layer, identical layers timed once and scaled by their count."""
     out = []
     for layer, n in unique_layers(layers):
-        out += [Op(op.component, op.name, op.bytes * n, op.flops * n, op.time_s * n, op.bound)
-                for op in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
+        out += [Op(component, name, nbytes * n, flops * n, time_s * n, bound)
+                for component, name, nbytes, flops, time_s, bound in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
     return out
 
 

@@ -16,6 +16,7 @@ NETWORK_BYTES_S = 50e9  # one 400 Gb/s NIC per GPU (InfiniBand NDR / 400GbE), pe
 
 @dataclass(frozen=True)
 class Prediction:
+    """A deployment's decode round: ceiling, expected value, memory and levers."""
     arch: Arch
     deployment: Deployment
     ceiling: Estimate  # every byte and FLOP at datasheet rates; no fixed latencies (kernel floors, allreduce alpha, host)

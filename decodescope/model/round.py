@@ -18,6 +18,7 @@ EAGLE3_DRAFT_VOCAB = 32000
 
 @dataclass(frozen=True)
 class Component:
+    """One row of a round's breakdown: time, bytes and FLOPs of one component."""
     component: str
     ms: float  # per round (pipeline stages run in sequence at decode, so their times add)
     bytes: float  # per round per TP rank, summed over pipeline stages
@@ -29,6 +30,7 @@ class Component:
 
 @dataclass(frozen=True)
 class Estimate:
+    """One decode round timed at one set of rates (ceiling or expected)."""
     round_ms: float
     tok_s: float  # per user: accept_len / round
     tok_s_total: float  # all batch requests together
