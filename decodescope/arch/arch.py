@@ -7,6 +7,7 @@ MTP layers); embedding table and LM head both included, tied weights counted onc
 head, no embedding table): what decode reads."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from decodescope.arch.blocks import Layer, MoE, Tensor
 
@@ -47,7 +48,7 @@ class Arch:
 
     @property
     def final_norm(self) -> Tensor:
-        return Tensor("norm", (self.hidden_size,), "rep", linear=False)
+        return _final_norm(self.hidden_size)
 
     def layer_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -105,3 +106,9 @@ def active_params(layer: Layer) -> int:
         else:
             total += t.params
     return total
+
+
+@lru_cache(maxsize=64)
+def _final_norm(hidden_size: int) -> Tensor:
+    """One Tensor per size: every estimate of every lever asks for it."""
+    return Tensor("norm", (hidden_size,), "rep", linear=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
-from dataclasses import dataclass
 from math import comb
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -19,10 +18,10 @@ if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotati
 ACT_BYTES = 2  # bf16 activations on the wire
 
 
-@dataclass(frozen=True)
-class Rates:
+class Rates(NamedTuple):
     """The hardware figures one estimate uses: datasheet ones for the ceiling,
-    achievable ones (engine profile or calibration) for the expected value."""
+    achievable ones (engine profile or calibration) for the expected value. Internal, never
+    serialised: a NamedTuple is as immutable and costs a fraction of a dataclass to define."""
     bw: float  # bytes/s of a bf16 weight stream
     bw_by_format: dict  # format name -> bytes/s of its kernels
     flops: dict  # dtype -> FLOP/s
@@ -33,7 +32,7 @@ class Rates:
 
 class Op(NamedTuple):
     """Immutable like a frozen dataclass; a tuple because thousands are built per run and a
-    frozen dataclass's __init__ (one object.__setattr__ per field) costs ~5x as much."""
+    frozen dataclass's __init__ (one object.__setattr__ per field) is several times slower."""
     component: str  # weights | kv_cache | state | allreduce | kernels
     name: str
     bytes: float
@@ -213,7 +212,13 @@ def layer_hidden(layer: Layer) -> int:
 
 def lm_head(arch: Arch, d: Deployment, vocab: int | None = None) -> Tensor:
     """The LM head as the engine holds it: vocab-parallel over TP ranks, or whole on each."""
-    return Tensor("lm_head", (vocab or arch.vocab_size, arch.hidden_size), d.engine.lm_head_shard)
+    return _head_tensor(vocab or arch.vocab_size, arch.hidden_size, d.engine.lm_head_shard)
+
+
+@lru_cache(maxsize=256)
+def _head_tensor(vocab: int, hidden: int, shard: str) -> Tensor:
+    """One Tensor per shape: every estimate of every lever asks for it."""
+    return Tensor("lm_head", (vocab, hidden), shard)
 
 
 def embedding_ops(arch: Arch, d: Deployment, tokens: int, r: Rates) -> list[Op]:
