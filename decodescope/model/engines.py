@@ -1,9 +1,9 @@
 """Engine profiles: how close a serving engine gets to the hardware, and what it costs
 per forward pass. Data in engines.toml, each number with its source or fit."""
 
+import os
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
@@ -52,7 +52,7 @@ class EngineProfile:
 
 @cache
 def engines() -> dict[str, EngineProfile]:
-    data = load_toml(Path(__file__).with_name("engines.toml"))
+    data = load_toml(os.path.join(os.path.dirname(__file__), "engines.toml"))
     serving = data.get("serving", {})
     out = {}
     for k, v in data["engine"].items():
