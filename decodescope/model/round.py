@@ -75,12 +75,12 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
 def draft_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
     """The k draft steps. They cycle through the same modules (one MTP layer reused for
     every step, one draft model or EAGLE head) at one of two widths (the first step's one
-    token, a tree's topk after it), so each distinct step is built once."""
+    token, a tree's topk after it; a chain's topk is 1 too), so each distinct step is built once."""
     distinct = max(1, len(arch.mtp)) if d.spec.method == "mtp" else 1
-    built: dict[tuple[int, bool], list[Op]] = {}
+    built: dict[tuple[int, int], list[Op]] = {}
     ops = []
     for s in range(d.spec.k):
-        key = (s % distinct, s == 0)
+        key = (s % distinct, 1 if s == 0 else d.spec.topk)  # draft_step_ops' module and width
         if key not in built:
             built[key] = draft_step_ops(arch, d, r, s)
         ops += built[key]
