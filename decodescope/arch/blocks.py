@@ -345,7 +345,6 @@ MLP = DenseMLP | MoE
 
 @dataclass(frozen=True)
 class Layer:
-    """One decoder layer: a token mixer (attention or recurrent) and an MLP."""
     kind: str  # "attention", "sliding_attention", "mla", "linear_attention", "mamba", "mlp", "moe"
     mixer: Mixer | None
     mlp: MLP | None
