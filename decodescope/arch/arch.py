@@ -6,6 +6,7 @@ MTP layers); embedding table and LM head both included, tied weights counted onc
 `params_read_per_token`: the weights one token touches at batch 1 (active layers + LM
 head, no embedding table): what decode reads."""
 
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -38,6 +39,13 @@ class Arch:
     quantization: dict | None = None  # quantization_config, as in the config
     notes: tuple[str, ...] = ()  # family facts the config does not state, that were assumed
 
+    def __post_init__(self):
+        # the layer sums are read several times a run (table, JSON): summed once here, over the
+        # distinct layers (set, not cached on first use: see Tensor)
+        counts = Counter(self.layers).items()
+        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors()) for x, n in counts),
+                                                   sum(n * active_params(x) for x, n in counts)))
+
     @property
     def embedding(self) -> Tensor:
         return Tensor("embed_tokens", (self.vocab_size, self.hidden_size), "vocab", linear=False)
@@ -58,11 +66,11 @@ class Arch:
 
     @property
     def params_layers_total(self) -> int:
-        return sum(t.params for layer in self.layers for t in layer.tensors())
+        return self._layer_params[0]
 
     @property
     def params_layers_active(self) -> int:
-        return sum(active_params(layer) for layer in self.layers)
+        return self._layer_params[1]
 
     @property
     def params_total(self) -> int:
