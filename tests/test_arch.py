@@ -2,6 +2,7 @@
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -158,7 +159,7 @@ def test_model_folder_and_text_config_nesting(tmp_path):
 
 def test_non_standard_json_infinity_is_read():
     from decodescope.arch.config import PRESET_DIR
-    assert "Infinity" in (PRESET_DIR / "nvidia__Nemotron-H-56B-Base-8K.json").read_text()
+    assert "Infinity" in (Path(PRESET_DIR) / "nvidia__Nemotron-H-56B-Base-8K.json").read_text()
     assert load_arch("nemotron-h-56b").params_total > 0
 
 

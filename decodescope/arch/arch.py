@@ -6,7 +6,9 @@ MTP layers); embedding table and LM head both included, tied weights counted onc
 `params_read_per_token`: the weights one token touches at batch 1 (active layers + LM
 head, no embedding table): what decode reads."""
 
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from decodescope.arch.blocks import Layer, MoE, Tensor
 
@@ -24,6 +26,7 @@ class MTPModule:
 
 @dataclass(frozen=True)
 class Arch:
+    """What a model reads and computes per token: its layers, MTP modules, embedding and head."""
     name: str
     source: str  # where the config came from
     model_type: str
@@ -36,6 +39,13 @@ class Arch:
     quantization: dict | None = None  # quantization_config, as in the config
     notes: tuple[str, ...] = ()  # family facts the config does not state, that were assumed
 
+    def __post_init__(self):
+        # the layer sums are read several times a run (table, JSON): summed once here, over the
+        # distinct layers (set, not cached on first use: see Tensor)
+        counts = Counter(self.layers).items()
+        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors()) for x, n in counts),
+                                                   sum(n * active_params(x) for x, n in counts)))
+
     @property
     def embedding(self) -> Tensor:
         return Tensor("embed_tokens", (self.vocab_size, self.hidden_size), "vocab", linear=False)
@@ -46,7 +56,7 @@ class Arch:
 
     @property
     def final_norm(self) -> Tensor:
-        return Tensor("norm", (self.hidden_size,), "rep", linear=False)
+        return _final_norm(self.hidden_size)
 
     def layer_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -56,11 +66,11 @@ class Arch:
 
     @property
     def params_layers_total(self) -> int:
-        return sum(t.params for layer in self.layers for t in layer.tensors())
+        return self._layer_params[0]
 
     @property
     def params_layers_active(self) -> int:
-        return sum(active_params(layer) for layer in self.layers)
+        return self._layer_params[1]
 
     @property
     def params_total(self) -> int:
@@ -104,3 +114,9 @@ def active_params(layer: Layer) -> int:
         else:
             total += t.params
     return total
+
+
+@lru_cache(maxsize=64)
+def _final_norm(hidden_size: int) -> Tensor:
+    """One Tensor per size: every estimate of every lever asks for it."""
+    return Tensor("norm", (hidden_size,), "rep", linear=False)

@@ -18,6 +18,7 @@ SHARDS = ("col", "row", "kv", "rep", "vocab")
 
 @dataclass(frozen=True)
 class Tensor:
+    """One weight tensor of a block: its shape and how tensor parallelism splits it."""
     name: str  # HF module name, e.g. "q_proj"
     shape: tuple[int, ...]  # [out, in] for a linear weight; per expert for routed experts
     shard: str  # one of SHARDS
@@ -289,6 +290,7 @@ class Mamba1(Mamba2):
 
 @dataclass(frozen=True)
 class DenseMLP:
+    """A dense (gated) MLP: gate, up and down projections."""
     hidden_size: int
     intermediate_size: int
     gated: bool = True  # SwiGLU gate+up; False: up only (Nemotron-H relu2, StarCoder2 gelu)

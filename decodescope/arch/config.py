@@ -1,21 +1,27 @@
 """Find and read a model's config.json: a file, a model folder, a bundled preset, or a
 hub id (from the local Hugging Face cache, else downloaded when online)."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 
-PRESET_DIR = Path(__file__).parent / "presets"
+if TYPE_CHECKING:  # pathlib is imported only for a file, a folder or the hub cache: a preset never pays for it
+    from pathlib import Path
+
+PRESET_DIR = os.path.join(os.path.dirname(__file__), "presets")
 
 
 @dataclass(frozen=True)
 class RawConfig:
+    """A model's config.json as read, with where it came from."""
     data: dict  # the config.json as parsed
     source: str  # where it came from (path or "preset:NAME")
     name: str  # short model name for display
@@ -24,7 +30,7 @@ class RawConfig:
 @cache
 def presets() -> dict[str, dict]:
     """Preset name -> {file, aliases, note} from presets/presets.toml."""
-    return load_toml(PRESET_DIR / "presets.toml")["preset"]
+    return load_toml(os.path.join(PRESET_DIR, "presets.toml"))["preset"]
 
 
 def _preset_index() -> dict[str, str]:
@@ -57,12 +63,13 @@ def _parse(text: str | bytes, where: str) -> dict:
     return data
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: str | Path) -> dict:
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise DecodescopeError(f"{path} is {path.stat().st_size >> 20} MB, too large for a config.json",
+        if os.stat(path).st_size > MAX_CONFIG_BYTES:
+            raise DecodescopeError(f"{path} is {os.stat(path).st_size >> 20} MB, too large for a config.json",
                                    "pass the model's config.json")
-        return _parse(path.read_bytes(), str(path))
+        with open(path, "rb") as f:
+            return _parse(f.read(), str(path))
     except OSError as e:
         raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "check the path and its permissions") from None
 
@@ -70,9 +77,13 @@ def _read_json(path: Path) -> dict:
 def _as_path(model: str) -> Path | None:
     """`model` as an existing file or folder, else None."""
     try:
-        p = Path(model).expanduser()
-        return p if p.is_file() or p.is_dir() else None
-    except (OSError, RuntimeError, ValueError):  # name too long, no home directory for '~', NUL byte
+        p = os.path.expanduser(model)
+        if not (os.path.isfile(p) or os.path.isdir(p)):  # False for a NUL byte or a name too long
+            return None
+        from pathlib import Path
+
+        return Path(model).expanduser()
+    except (OSError, RuntimeError, ValueError):  # no home directory for '~'
         return None
 
 
@@ -90,7 +101,7 @@ def load_config(model: str) -> RawConfig:
         return RawConfig(_read_json(p / "config.json"), str(p / "config.json"), p.name)
     name = _preset_index().get(_norm(model))
     if name:
-        return RawConfig(_read_json(PRESET_DIR / presets()[name]["file"]), f"preset:{name}", name)
+        return RawConfig(_read_json(os.path.join(PRESET_DIR, presets()[name]["file"])), f"preset:{name}", name)
     if HUB_ID.fullmatch(model) and not model.endswith(".json"):
         return _from_hub(model)
     if "/" in model or "\\" in model or model.endswith(".json"):
@@ -106,6 +117,8 @@ def load_config(model: str) -> RawConfig:
 
 def _hub_cache() -> Path | None:
     """The local Hugging Face hub cache, None when there is no home directory to hold it."""
+    from pathlib import Path
+
     if os.environ.get("HF_HUB_CACHE"):
         return Path(os.environ["HF_HUB_CACHE"])
     if os.environ.get("HF_HOME"):

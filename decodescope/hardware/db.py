@@ -1,14 +1,14 @@
 """Loads decodescope/hardware/gpus.toml once and looks GPUs and interconnects up by name."""
 
 import functools
+import os
 import re
-from pathlib import Path
 
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
 
-DATA = Path(__file__).with_name("gpus.toml")
+DATA = os.path.join(os.path.dirname(__file__), "gpus.toml")
 
 # human-unit TOML key -> (GPU field or flops dtype, factor to SI)
 _SCALARS = {

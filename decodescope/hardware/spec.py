@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class GPU:
+    """One accelerator's datasheet figures, with their sources."""
     id: str  # stable id, e.g. "h100-sxm"
     name: str  # marketing name, e.g. "NVIDIA H100 SXM5 80GB"
     vendor: str  # "nvidia" | "amd" | "apple"
@@ -46,6 +47,7 @@ _WIDER = {
 
 @dataclass(frozen=True)
 class Interconnect:
+    """A link between the GPUs of one group: allreduce latencies and achievable bandwidth fraction."""
     id: str  # "nvlink", "nvswitch", "pcie-switch", "pcie", "pcie-sys", "xgmi", "network", "none"
     description: str
     allreduce_latency_s: float  # alpha: one small allreduce with the engines' custom (P2P, one-shot) kernel

@@ -118,6 +118,7 @@ def parse_tree(tree: str, method: str, k: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Deployment:
+    """How a model is served: GPUs, split, weight and KV formats, batch, context, speculation, engine."""
     gpu: GPU
     link: Interconnect  # between the GPUs of one TP / PP group
     weights: WeightFormat

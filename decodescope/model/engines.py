@@ -1,9 +1,9 @@
 """Engine profiles: how close a serving engine gets to the hardware, and what it costs
 per forward pass. Data in engines.toml, each number with its source or fit."""
 
+import os
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
@@ -11,6 +11,7 @@ from decodescope.errors import DecodescopeError
 
 @dataclass(frozen=True)
 class EngineProfile:
+    """What a serving engine achieves: efficiencies, fixed costs and the formats it serves (engines.toml)."""
     id: str
     description: str
     bw_efficiency: float  # achieved / datasheet memory bandwidth on decode weight streams
@@ -51,7 +52,7 @@ class EngineProfile:
 
 @cache
 def engines() -> dict[str, EngineProfile]:
-    data = load_toml(Path(__file__).with_name("engines.toml"))
+    data = load_toml(os.path.join(os.path.dirname(__file__), "engines.toml"))
     serving = data.get("serving", {})
     out = {}
     for k, v in data["engine"].items():

@@ -23,6 +23,7 @@ BF16 = TensorFormat(16.0, "bf16", "bf16")
 
 @dataclass(frozen=True)
 class WeightFormat:
+    """A checkpoint's weight format: bits per weight and which tensors it converts."""
     name: str
     bits: float  # bits per weight of a converted linear weight, group scales included
     head_bits: float  # the LM head's bits (most formats keep it 16-bit)

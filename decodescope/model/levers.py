@@ -8,11 +8,11 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
-from decodescope.model.deployment import Deployment, engine_format
+from decodescope.model.deployment import Deployment, check, engine_format
 from decodescope.model.engines import engines
 from decodescope.model.formats import WeightFormat, parse_format
-from decodescope.model.memory import memory_fit
-from decodescope.model.predict import estimates
+from decodescope.model.memory import memory_fit, memory_need
+from decodescope.model.predict import ceiling_estimate, expected_estimate
 
 OTHER_GPUS = 3  # how many other GPUs of the database to list (the fastest that fit)
 MIN_GAIN = 0.005  # a lever must gain at least this much to be listed
@@ -21,6 +21,7 @@ WEIGHT_ONLY_ENGINES = ("llamacpp", "exllamav2")  # engines whose own formats no 
 
 @dataclass(frozen=True)
 class Lever:
+    """One single change to the deployment and what it would give."""
     lever: str  # short label, e.g. "weights fp8"
     change: str  # what changes, in words
     tok_s: float  # expected tok/s per user with the change
@@ -97,31 +98,42 @@ def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, D
 def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") -> list[Lever]:
     """Every applicable single change that gains, ranked by expected tok/s; of the other
     GPUs only the OTHER_GPUS fastest that fit, one per distinct result."""
-    found = []
+    found, gpus, need = [], [], memory_need(arch, d)
     for label, change, nd in _candidates(arch, d, bound):
-        try:
-            fits = memory_fit(arch, nd).fits
-            if label.startswith("gpu ") and not fits:
+        gpu = label.startswith("gpu ")
+        try:  # another GPU holds the same bytes: its memory need is d's
+            fits = memory_fit(arch, nd, need if gpu else None).fits
+            if gpu and not fits:
                 continue  # only GPUs that fit are listed
-            ceiling, expected = estimates(arch, nd)
+            check(arch, nd)
+            expected = expected_estimate(arch, nd)
+            gain = expected.tok_s / base_tok_s - 1
+            if gain < MIN_GAIN:
+                continue
+            if gpu:
+                gpus.append((label, change, nd, expected, gain))
+            else:
+                found.append(Lever(label, change, expected.tok_s, ceiling_estimate(arch, nd).tok_s, gain, fits))
         except DecodescopeError:  # change not possible (e.g. TP not dividing heads)
             continue
-        gain = expected.tok_s / base_tok_s - 1
-        if gain >= MIN_GAIN:
-            found.append(Lever(label, change, expected.tok_s, ceiling.tok_s, gain, fits))
-    return sorted(_rest(found) + _distinct_gpus(found), key=lambda x: -x.tok_s)
+    return sorted(found + _distinct_gpus(arch, gpus), key=lambda x: -x.tok_s)
 
 
-def _rest(found: list[Lever]) -> list[Lever]:
-    return [x for x in found if not x.lever.startswith("gpu ")]
-
-
-def _distinct_gpus(found: list[Lever]) -> list[Lever]:
+def _distinct_gpus(arch: Arch, gpus: list[tuple]) -> list[Lever]:
     """GPUs that fit, fastest first; parts with the same result (gb200 and b300 share
-    bandwidth and FLOP/s) become one lever naming them all."""
+    bandwidth and FLOP/s) become one lever naming them all. A result is the rounded
+    expected and ceiling tok/s; only the first OTHER_GPUS results are listed, so a GPU's
+    ceiling is timed only while it can still be one of them."""
     groups: dict[tuple, list[Lever]] = {}
-    for x in sorted((x for x in found if x.lever.startswith("gpu ") and x.fits), key=lambda x: -x.tok_s):
-        groups.setdefault((round(x.tok_s, 1), round(x.ceiling_tok_s, 1)), []).append(x)
+    for label, change, nd, expected, gain in sorted(gpus, key=lambda g: -g[3].tok_s):
+        tok_s = round(expected.tok_s, 1)
+        if len(groups) >= OTHER_GPUS and tok_s not in {k[0] for k in list(groups)[:OTHER_GPUS]}:
+            break  # slower than every listed result: so is every GPU after it
+        try:
+            ceiling = ceiling_estimate(arch, nd).tok_s
+        except DecodescopeError:
+            continue
+        groups.setdefault((tok_s, round(ceiling, 1)), []).append(Lever(label, change, expected.tok_s, ceiling, gain, True))
     out = []
     for same in list(groups.values())[:OTHER_GPUS]:
         ids = [x.lever.removeprefix("gpu ") for x in same]

@@ -13,6 +13,7 @@ from decodescope.model.ops import lm_head, tensor_params_gpu, unique_layers
 
 @dataclass(frozen=True)
 class MemoryFit:
+    """Bytes per GPU against the usable memory, for the largest pipeline stage."""
     weights_bytes: float  # per GPU, the largest pipeline stage, MTP / draft weights included
     kv_cache_bytes: float  # per GPU, batch x (context + verify tokens)
     state_bytes: float  # per GPU, recurrent-state slots (one per verify token + 1 under speculation)
@@ -43,7 +44,7 @@ def stage_layers(arch: Arch, d: Deployment) -> tuple[tuple, ...]:
 
 
 def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
-    return sum(tensor_params_gpu(t, d) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
+    return sum(tensor_params_gpu(t, d.tp, d.ep) * d.weights.tensor_bits(t, mtp) / 8 for t in tensors)
 
 
 def _layers_held(layers, d: Deployment) -> float:
@@ -87,11 +88,15 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
     return kv, state
 
 
-def memory_fit(arch: Arch, d: Deployment) -> MemoryFit:
-    """The memory check of the largest stage."""
-    stages = stage_layers(arch, d)
-    held = weights_held_per_stage(arch, d)
-    per_req = [per_request_cache(arch, d, s) for s in stages]
+def memory_need(arch: Arch, d: Deployment) -> tuple[list[float], list[tuple[float, float]]]:
+    """(weight bytes held, (KV, state) bytes per request) per stage per GPU: no GPU figure
+    enters, so deployments that differ only in GPU and link share them."""
+    return weights_held_per_stage(arch, d), [per_request_cache(arch, d, s) for s in stage_layers(arch, d)]
+
+
+def memory_fit(arch: Arch, d: Deployment, need: tuple | None = None) -> MemoryFit:
+    """The memory check of the largest stage; `need`: memory_need of `d` when already known."""
+    held, per_req = need or memory_need(arch, d)
     i = max(range(d.pp), key=lambda j: held[j] + d.batch * sum(per_req[j]))
     kv, state = (d.batch * x for x in per_req[i])
     usable = d.gpu.memory_bytes * d.engine.usable_fraction(d.tp) - d.engine.memory_reserve_gb * 1e9

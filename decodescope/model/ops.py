@@ -5,9 +5,9 @@ costs that do not scale with bytes (kernel floors, allreduce latency)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from functools import lru_cache
 from math import comb
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from decodescope.arch import MLA, RECURRENT, Arch, Attention, CompressedMQA, Layer, MoE, Tensor
 from decodescope.model.formats import WeightFormat
@@ -18,10 +18,10 @@ if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotati
 ACT_BYTES = 2  # bf16 activations on the wire
 
 
-@dataclass(frozen=True)
-class Rates:
+class Rates(NamedTuple):
     """The hardware figures one estimate uses: datasheet ones for the ceiling,
-    achievable ones (engine profile or calibration) for the expected value."""
+    achievable ones (engine profile or calibration) for the expected value. Internal, never
+    serialised: a NamedTuple is as immutable and costs a fraction of a dataclass to define."""
     bw: float  # bytes/s of a bf16 weight stream
     bw_by_format: dict  # format name -> bytes/s of its kernels
     flops: dict  # dtype -> FLOP/s
@@ -30,8 +30,9 @@ class Rates:
     link_bw: float  # bytes/s per direction between two GPUs of the group
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
+    """Immutable like a frozen dataclass; a tuple because thousands are built per run and a
+    frozen dataclass's __init__ (one object.__setattr__ per field) is several times slower."""
     component: str  # weights | kv_cache | state | allreduce | kernels
     name: str
     bytes: float
@@ -67,20 +68,22 @@ def busiest_rank_experts(num_experts: int, top_k: int, tokens: int, ep: int) -> 
 
 def _roofline(component, name, nbytes, flops, bw, peak) -> Op:
     t_mem, t_comp = nbytes / bw, flops / peak if flops else 0.0
-    return Op(component, name, nbytes, flops, max(t_mem, t_comp), "compute" if t_comp > t_mem else "memory")
+    if t_comp > t_mem:
+        return Op(component, name, nbytes, flops, t_comp, "compute")
+    return Op(component, name, nbytes, flops, t_mem, "memory")
 
 
-def tensor_params_gpu(t: Tensor, d: Deployment, touched_experts: float | None = None) -> float:
-    """Parameters of `t` one GPU holds (touched_experts=None) or reads in one pass
-    (touched_experts = the routed experts read on this GPU's rank)."""
+def tensor_params_gpu(t: Tensor, tp: int, ep: int, touched_experts: float | None = None) -> float:
+    """Parameters of `t` one GPU of a TP `tp` / EP `ep` group holds (touched_experts=None)
+    or reads in one pass (touched_experts = the routed experts read on this GPU's rank)."""
     per = t.params // t.experts
     if t.experts > 1:  # touched_experts: already per rank
-        experts = t.experts / d.ep if touched_experts is None else touched_experts
-        return experts * per / (d.moe_tp if t.shard in ("col", "row") else 1)
+        experts = t.experts / ep if touched_experts is None else touched_experts
+        return experts * per / (tp // ep if t.shard in ("col", "row") else 1)  # each expert split over tp/ep
     if t.shard in ("col", "row", "vocab"):
-        return per / d.tp
+        return per / tp
     if t.shard == "kv":
-        return per / t.kv_heads * max(1, t.kv_heads // d.tp)
+        return per / t.kv_heads * max(1, t.kv_heads // tp)
     return per  # rep
 
 
@@ -88,24 +91,36 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
                r: Rates, mtp: bool = False, routed: int | None = None) -> list[Op]:
     """One op per weight tensor; tokens = batch * tokens per request in this pass, of
     which `routed` (default: all) are distinct tokens the router spreads over experts."""
-    ops = []
-    routed = tokens if routed is None else routed
-    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep) if moe else None
-    for t in layer_tensors:
+    bw, peak, bw_by_format, flops_by_dtype = r.bw, r.flops["bf16"], r.bw_by_format, r.flops
+    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, tokens if routed is None else routed, mtp)
+    return [_roofline("weights", name, nbytes, flops, bw_by_format.get(kernel, bw) if kernel is not None else bw,
+                      flops_by_dtype[key] if key is not None else peak) for name, nbytes, flops, kernel, key in work]
+
+
+# The same layers at the same split and tokens come back for the ceiling and the expected
+# estimate of each lever (every other GPU among them): their bytes and FLOPs don't depend
+# on the rates, and the function is pure in its hashable arguments, so they are kept.
+@lru_cache(maxsize=1024)
+def _weight_work(tensors: tuple[Tensor, ...], moe: MoE | None, fmt: WeightFormat, tp: int, ep: int, tokens: int,
+                 routed: int, mtp: bool) -> tuple[tuple[str, float, float, str | None, str | None], ...]:
+    """(name, bytes, FLOPs, kernel, compute dtype) per weight tensor; kernel and compute
+    dtype are None for tensors read and multiplied in 16 bits (the bf16 rates)."""
+    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, ep) if moe else None
+    out = []
+    for t in tensors:
         tf = fmt.tensor_format(t, mtp)  # bits, kernel and compute dtype of this tensor
-        bits = tf.bits
-        params = tensor_params_gpu(t, d, touched)
-        flops = 0.0
-        if t.linear:
-            # each token runs through top_k experts, split over ep ranks and moe_tp slices
-            per_token = (t.params // t.experts * moe.num_experts_per_tok / d.ep / d.moe_tp
-                         if t.experts > 1 else params)
-            flops = 2 * per_token * tokens
-        quantised = t.linear and bits < 16
-        bw = r.bw_by_format.get(tf.kernel, r.bw) if quantised else r.bw
-        peak = r.flops[_compute_key(tf) if quantised else "bf16"]
-        ops.append(_roofline("weights", t.name, params * bits / 8, flops, bw, peak))
-    return ops
+        params = tensor_params_gpu(t, tp, ep, touched)
+        nbytes = params * tf.bits / 8
+        if not t.linear:
+            out.append((t.name, nbytes, 0.0, None, None))
+            continue
+        # each token runs through top_k experts, split over ep ranks and moe_tp slices
+        per_token = (t.params // t.experts * moe.num_experts_per_tok / ep / (tp // ep)
+                     if t.experts > 1 else params)
+        quantised = tf.bits < 16
+        out.append((t.name, nbytes, 2 * per_token * tokens, tf.kernel if quantised else None,
+                    _compute_key(tf) if quantised else None))
+    return tuple(out)
 
 
 def _compute_key(tf) -> str:
@@ -168,8 +183,8 @@ def repeated_ops(layers: tuple[Layer, ...], fmt: WeightFormat, d: Deployment, ba
     """layer_ops of every layer, identical layers timed once and scaled by their count."""
     out = []
     for layer, n in unique_layers(layers):
-        out += [Op(op.component, op.name, op.bytes * n, op.flops * n, op.time_s * n, op.bound)
-                for op in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
+        out += [Op(component, name, nbytes * n, flops * n, time_s * n, bound)
+                for component, name, nbytes, flops, time_s, bound in layer_ops(layer, fmt, d, batch, tokens_per_req, r)]
     return out
 
 
@@ -210,7 +225,13 @@ def layer_hidden(layer: Layer) -> int:
 
 def lm_head(arch: Arch, d: Deployment, vocab: int | None = None) -> Tensor:
     """The LM head as the engine holds it: vocab-parallel over TP ranks, or whole on each."""
-    return Tensor("lm_head", (vocab or arch.vocab_size, arch.hidden_size), d.engine.lm_head_shard)
+    return _head_tensor(vocab or arch.vocab_size, arch.hidden_size, d.engine.lm_head_shard)
+
+
+@lru_cache(maxsize=256)
+def _head_tensor(vocab: int, hidden: int, shard: str) -> Tensor:
+    """One Tensor per shape: every estimate of every lever asks for it."""
+    return Tensor("lm_head", (vocab, hidden), shard)
 
 
 def embedding_ops(arch: Arch, d: Deployment, tokens: int, r: Rates) -> list[Op]:

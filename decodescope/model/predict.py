@@ -16,6 +16,7 @@ NETWORK_BYTES_S = 50e9  # one 400 Gb/s NIC per GPU (InfiniBand NDR / 400GbE), pe
 
 @dataclass(frozen=True)
 class Prediction:
+    """A deployment's decode round: ceiling, expected value, memory and levers."""
     arch: Arch
     deployment: Deployment
     ceiling: Estimate  # every byte and FLOP at datasheet rates; no fixed latencies (kernel floors, allreduce alpha, host)
@@ -105,9 +106,18 @@ def expected_rates(d: Deployment) -> Rates:
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
     """(ceiling, expected) of one round."""
     check(arch, d)
+    return ceiling_estimate(arch, d), expected_estimate(arch, d)
+
+
+def ceiling_estimate(arch: Arch, d: Deployment) -> Estimate:
+    """The round at datasheet rates, of a deployment `check` passed."""
+    return estimate(arch, d, ceiling_rates(d), 0.0, 0.0)
+
+
+def expected_estimate(arch: Arch, d: Deployment) -> Estimate:
+    """The round at the engine's achievable rates, of a deployment `check` passed."""
     e = d.engine
-    return (estimate(arch, d, ceiling_rates(d), 0.0, 0.0),
-            estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step))
+    return estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step)
 
 
 def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions: int | None = None) -> Prediction:

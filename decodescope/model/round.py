@@ -18,6 +18,7 @@ EAGLE3_DRAFT_VOCAB = 32000
 
 @dataclass(frozen=True)
 class Component:
+    """One row of a round's breakdown: time, bytes and FLOPs of one component."""
     component: str
     ms: float  # per round (pipeline stages run in sequence at decode, so their times add)
     bytes: float  # per round per TP rank, summed over pipeline stages
@@ -29,6 +30,7 @@ class Component:
 
 @dataclass(frozen=True)
 class Estimate:
+    """One decode round timed at one set of rates (ceiling or expected)."""
     round_ms: float
     tok_s: float  # per user: accept_len / round
     tok_s_total: float  # all batch requests together
@@ -73,12 +75,12 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
 def draft_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
     """The k draft steps. They cycle through the same modules (one MTP layer reused for
     every step, one draft model or EAGLE head) at one of two widths (the first step's one
-    token, a tree's topk after it), so each distinct step is built once."""
+    token, a tree's topk after it; a chain's topk is 1 too), so each distinct step is built once."""
     distinct = max(1, len(arch.mtp)) if d.spec.method == "mtp" else 1
-    built: dict[tuple[int, bool], list[Op]] = {}
+    built: dict[tuple[int, int], list[Op]] = {}
     ops = []
     for s in range(d.spec.k):
-        key = (s % distinct, s == 0)
+        key = (s % distinct, 1 if s == 0 else d.spec.topk)  # draft_step_ops' module and width
         if key not in built:
             built[key] = draft_step_ops(arch, d, r, s)
         ops += built[key]
@@ -115,11 +117,13 @@ def eagle_head(arch: Arch) -> MTPModule:
 
 def sum_ops(ops: list[Op]) -> dict[str, Component]:
     out: dict[str, list[float]] = {}
-    for op in ops:
-        acc = out.setdefault(op.component, [0.0, 0.0, 0.0])
-        acc[0] += op.time_s * 1e3
-        acc[1] += op.bytes
-        acc[2] += op.flops
+    for component, _, nbytes, flops, time_s, _ in ops:
+        acc = out.get(component)
+        if acc is None:
+            acc = out[component] = [0.0, 0.0, 0.0]
+        acc[0] += time_s * 1e3
+        acc[1] += nbytes
+        acc[2] += flops
     return {k: Component(k, *v) for k, v in out.items()}
 
 
@@ -179,7 +183,8 @@ _BOUND_NAMES = {"memory": "memory", "compute": "compute", "comm": "communication
 
 
 def _bound(ops: list[Op], host_ms: float) -> str:
-    t = {"memory": 0.0, "compute": 0.0, "communication": 0.0, "latency": 0.0, "host": host_ms / 1e3}
-    for op in ops:
-        t[_BOUND_NAMES[op.bound]] += op.time_s
-    return max(t, key=t.get)
+    t = dict.fromkeys(_BOUND_NAMES, 0.0)  # seconds by Op.bound, renamed below
+    for _, _, _, _, time_s, bound in ops:
+        t[bound] += time_s
+    by_name = {_BOUND_NAMES[b]: s for b, s in t.items()} | {"host": host_ms / 1e3}
+    return max(by_name, key=by_name.get)
