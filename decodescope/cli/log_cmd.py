@@ -40,8 +40,10 @@ def log(file, engine, as_json, records, year):
     again = plain or (file != "-" and os.path.isfile(file))  # a file can be read a second time
     # an input read once (standard input, a pipe) is spooled for the settings pass (and the records)
     spool = None if again else tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+    # a plain file's records come from the summary pass, kept here until the summary is known
+    folder = tempfile.TemporaryDirectory(prefix="decodescope-records-") if plain and as_json and records else None
     if plain:
-        first = _guard(scan_file, file, engine, year, path=file)
+        first = _guard(scan_file, file, engine, year, records=folder and folder.name, path=file)
     else:
         with logio.open_lines(file) as lines:
             first = _guard(scan_log, _tee(lines, spool) if spool else lines, engine, year, path=file)
@@ -73,8 +75,9 @@ def log(file, engine, as_json, records, year):
     if not records:
         click.echo(json.dumps({"engine": summary.engine, **extra}))
         return
-    if first.parts:  # a large plain file, scanned in parallel: its records too
+    if folder:
         _stream_json(None, first, summary, year, file, extra)
+        folder.cleanup()
     elif spool:
         spool.seek(0)
         _stream_json(logio.capped(spool), first, summary, year, file, extra)
@@ -114,15 +117,15 @@ def _guard(fn, *args, path, **kw):
 
 
 def _stream_json(lines, first, summary, year, path, extra):
-    """--json to stdout; `lines` None: the records of a file scanned in parallel."""
-    from decodescope.serverstats.logscan import write_records_parallel
+    """--json to stdout; `lines` None: the records scan_file wrote."""
+    from decodescope.serverstats.logscan import copy_scanned_records
     from decodescope.serverstats.serverlog import JSON_TAIL, json_head, write_json
 
     out = sys.stdout.buffer
     try:
         if lines is None:
             out.write(json_head(first.engine, summary, extra))
-            _guard(write_records_parallel, path, first, year, out, path=path)
+            copy_scanned_records(first, out)
             out.write(JSON_TAIL)
             out.flush()
         else:

@@ -179,3 +179,26 @@ def test_mutated_real_lines_never_crash_and_both_paths_agree(seed):
     assert same(scan_log(lines).summary(), whole.summary)
     for engine_lines in ([r.line for r in VLLM], [r.line for r in LLAMACPP]):
         parse_log([mutate(rng, rng.choice(engine_lines)) for _ in range(500)], year=2025)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_records_of_the_one_pass_scan_equal_parse_logs_on_mutated_lines(tmp_path, seed):
+    # scan_file with records: each line parsed once for the summary and the record; a line off
+    # the quick path (a mutated value, a new shape, another engine) must come out as parse_log reads it
+    from decodescope.serverstats.logscan import copy_scanned_records
+
+    rng = random.Random(seed)
+    real = [r.line for r in SGLANG] + mixed_log(seed)[:60]
+    for pool, year in ((real, None), ([r.line for r in VLLM], 2025), ([r.line for r in LLAMACPP], None)):
+        lines = [(mutate(rng, rng.choice(pool)) if rng.random() < 0.5 else rng.choice(pool)).replace("\n", "") + "\n"
+                 for _ in range(800)]
+        f = tmp_path / "mutated.log"
+        f.write_text("".join(lines))
+        folder = tmp_path / f"records-{len(pool)}"
+        folder.mkdir()
+        result = scan_file(str(f), year=year, workers=1, records=str(folder))
+        out = io.BytesIO()
+        copy_scanned_records(result, out)
+        whole = parse_log(lines, year=year)
+        assert same(result.summary(), whole.summary)
+        assert json.loads(b"[" + out.getvalue() + b"]") == [r.to_dict() for r in whole.records]

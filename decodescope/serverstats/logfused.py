@@ -1,0 +1,293 @@
+"""One pass over a byte range of a plain log file that gives both its summary scan and
+the JSON of each of its records, parsing each line once (`log --json` with records).
+
+A record's warm-up flag depends on the whole log, known only when every range has been
+scanned: a record with a warm-up tag is written with the byte 0 where its flag goes, and
+its tag is kept, packed into one integer, in a file next to the records; copy_records
+writes the flags in when the scans are joined. Nothing else writes a byte 0 (JSON escapes
+it inside strings), and nothing is held in memory but the current block of lines.
+
+SGLang's statistics lines take a quick path: the line's pieces are split at ', ' as
+logvalues.pairs splits them and checked against the keys of a line seen before (its
+shape), so that the values come out by slicing and the record's JSON from a template of
+that shape with each value's JSON text (cached per value text). A line that does not fit
+a shape, or whose values need a closer look, takes the path every other line takes:
+LogReader, as serverlog.write_records and logscan.scan_log read it."""
+
+import array
+import re
+from itertools import chain
+from typing import NamedTuple
+
+import orjson
+
+from decodescope.serverstats import logformats, logio
+from decodescope.serverstats.logsegment import PENDING
+from decodescope.serverstats.logsummary import WarmupScan
+from decodescope.serverstats.logtally import is_warm, resolve
+from decodescope.serverstats.logvalues import Rejected, checked, value
+from decodescope.serverstats.serverlog import LogReader, record_json
+
+_BANNER = logformats.STARTUP_MARKERS["sglang"][0]
+_NUMBER = (int, float)
+_SGLANG = (None, "sglang")  # engines whose lines may take the quick path
+_FLAG = b"\x00"  # where a warm-up flag goes, until the scans are joined
+_MAX_SHAPES = 64  # SGLang line shapes learnt per kind (a log has a handful)
+_BIN0 = 1 << 21  # round-time bins are within +-745000 (logsegment: round times 1e-300..1e300 s)
+
+
+class _Cache(dict):
+    """fn(key) for each key, computed once; cleared when it holds `size` keys."""
+
+    def __init__(self, fn, size: int = 20_000):
+        super().__init__()
+        self.fn, self.size = fn, size
+
+    def __missing__(self, key):
+        x = self.fn(key)
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = x
+        return x
+
+
+class _Shape(NamedTuple):
+    rx: re.Pattern  # the pieces "key: value" after the marker, each value without ',' or ':'
+    running: int  # index of the "#running-req" value, -1 when none
+    accept: int  # of "accept len" (decode lines), -1 when none
+    gen: int  # of "gen throughput (token/s)", -1 when none
+    template: bytes  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
+
+
+def _shape(kind: str, text: str) -> _Shape | None:
+    """The shape of a line's text after the marker; None when a piece has no ': ' or a
+    key repeats (pairs drops the one, keeps the last of the other: the slow path's business).
+    A line the shape's pattern matches splits into exactly these pieces, as pairs splits it."""
+    pieces = text.split(", ")
+    keys = [p.partition(": ")[0] for p in pieces]
+    if any(": " not in p for p in pieces) or len(set(keys)) < len(keys):
+        return None
+    head = orjson.dumps({"kind": kind, "engine": "sglang"})[:-1]
+    slots = b',"line_no":%d,"time_s":%s,"rank":%s,"accept_len":%s,"gen_tok_s":%s,"warmup":%s,"process":null,"fields":{'
+    fields = b",".join(orjson.dumps(k).replace(b"%", b"%%") + b":%s" for k in keys)
+
+    def at(key):
+        return keys.index(key) if key in keys else -1
+
+    return _Shape(
+        re.compile(", ".join(re.escape(k) + ": ([^,:]*)" for k in keys)), at("#running-req"),
+        at("accept len") if kind == "decode" else -1, at("gen throughput (token/s)"),
+        head.replace(b"%", b"%%") + slots + fields + b"}}",
+    )
+
+
+def _stamp(prefix: str) -> tuple:
+    time_s, rank = logformats.sglang_stamp(prefix, len(prefix))
+    return time_s, ("sglang", rank), orjson.dumps(time_s), orjson.dumps(rank)
+
+
+def tag_code(tag) -> int:
+    """A warm-up tag as one integer: (segment, suspect, bin) >= 0, (PENDING, i) < 0."""
+    if tag[0] == PENDING:
+        return -2 - tag[1]
+    i, suspect, b = tag
+    return ((2 * i + bool(suspect)) << 22) | (0 if b is None else b + _BIN0)
+
+
+def code_tag(code: int):
+    if code < 0:
+        return PENDING, -2 - code
+    low = code & ((1 << 22) - 1)
+    return code >> 23, bool(code >> 22 & 1), None if low == 0 else low - _BIN0
+
+
+class RangeScan(NamedTuple):
+    """What a range's pass gives: its scan and counts (logscan.LogScan's), its records."""
+
+    engine: str | None
+    skipped_lines: int
+    scan: WarmupScan
+    rejected_lines: int
+    records: int  # records written
+
+
+class _Pass:
+    """The state of one range's pass: the scan, the reader for lines off the quick path,
+    and where the records go."""
+
+    def __init__(self, engine, year, continues, out, tags, line_offset):
+        self.scan = WarmupScan(continues)
+        self.reader = LogReader((), engine, year)
+        self.out, self.tags, self.line_offset = out, tags, line_offset
+        self.codes = array.array("q")
+        self.skipped = self.rejected = self.records = 0
+        self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
+        self.last = {"decode": None, "prefill": None}  # the shape that matched last
+        self.stamps = _Cache(_stamp, 10_000)
+        self.values = _Cache(value, 100_000)
+
+    def learn(self, kind: str, text: str) -> _Shape | None:
+        """The shape of this line, and the shape its kind's lines try first from now on."""
+        shapes = self.shapes[kind]
+        keys = tuple(p.partition(": ")[0] for p in text.split(", "))
+        shape = shapes.get(keys)
+        if shape is None and len(shapes) < _MAX_SHAPES:
+            shape = shapes[keys] = _shape(kind, text)
+        if shape is not None:
+            self.last[kind] = shape
+        return shape
+
+    def slow(self, line: str, line_no: int, batch: list):
+        """One line the way scan_log counts it and write_records writes it."""
+        reader = self.reader
+        if reader.engine is None or reader.engine == "sglang":
+            try:
+                facts = logformats.sglang_facts(line)
+            except Rejected:
+                self.rejected += 1
+                return
+            if facts is not None:
+                reader.engine = "sglang"
+                kind, rank, running, accept, gen, time_s = facts
+                tag = self.scan.add_facts(kind, ("sglang", rank), running, accept, gen, time_s, None, line_no)
+                p = logformats.parse_sglang(line)
+                self.write(batch, tag, p, p.accept_len, line_no)
+                return
+            if reader.engine == "sglang" and _BANNER not in line:
+                self.skipped += 1
+                return
+        pa = reader.parsed(line)
+        if pa is None:
+            self.skipped += 1
+            return
+        p, accept = pa
+        fields = p.fields
+        running = fields.get("#running-req", fields.get("Running"))
+        clock = p.time_s if p.time_s is not None else fields.get("log_elapsed_s")
+        tag = self.scan.add_facts(p.kind, (reader.engine, p.rank), running if type(running) in _NUMBER else None,
+                                  accept, p.gen_tok_s, clock, p.process, line_no, fields.get("speculative"))
+        self.write(batch, tag, p, accept, line_no)
+
+    def write(self, batch: list, tag, p, accept, line_no: int):
+        if self.out is None:
+            return
+        j = record_json(p.kind, self.reader.engine, line_no + self.line_offset, p.time_s, p.rank, accept,
+                        p.gen_tok_s, None if tag is not None else False, p.process, p.fields)
+        if tag is not None:  # orjson's form, else json's (an integer beyond 64 bits)
+            old = b'"warmup":null,' if b'"warmup":null,' in j else b'"warmup": null,'
+            j = j.replace(old, old.replace(b"null", _FLAG), 1)
+            self.codes.append(tag_code(tag))
+        batch.append(j)
+
+    def flush(self, batch: list):
+        if batch:
+            self.out.write((b",\n" if self.records else b"\n") + b",\n".join(batch))
+            self.records += len(batch)
+        if self.codes:
+            self.codes.tofile(self.tags)
+            del self.codes[:]
+
+    def result(self, line_no: int) -> RangeScan:
+        self.scan.lines = line_no
+        reader = self.reader
+        return RangeScan(reader.engine, self.skipped - reader.rejected_lines, self.scan,
+                         self.rejected + reader.rejected_lines, self.records)
+
+
+def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=None, line_offset: int = 0) -> RangeScan:
+    """logscan.scan_log of `budget` bytes of the binary file `f` from its position, and
+    (with `out`, `tags`: binary files) the JSON of their records, comma-separated, as
+    serverlog.write_records writes them, flags left to copy_records."""
+    ps = _Pass(engine, year, continues, out, tags, line_offset)
+    write = out is not None
+    stamps, values, scan_add, last = ps.stamps, ps.values.__getitem__, ps.scan.add_facts, ps.last
+    dumps, codes, reader, line_no = orjson.dumps, ps.codes, ps.reader, 0
+    for lines, ended in logio.line_blocks(f, budget):
+        batch = []
+        nl = "\n" if ended else ""
+        for line in lines:
+            line_no += 1
+            if reader.engine not in _SGLANG:
+                ps.slow(line + nl, line_no, batch)
+                continue
+            at = line.find("Decode batch")
+            if at >= 0:
+                kind, body = "decode", at + 14
+            else:
+                at = line.find("Prefill batch")
+                if at < 0:
+                    if reader.engine is None or _BANNER in line:
+                        ps.slow(line + nl, line_no, batch)
+                    else:
+                        ps.skipped += 1
+                    continue
+                kind, body = "prefill", at + 15
+            sep = line[body - 2 : body]
+            shape = last[kind]
+            m = None if shape is None or (sep != ", " and sep != ". ") else shape.rx.fullmatch(line, body)
+            if m is None:
+                shape = ps.learn(kind, line[body:]) if sep == ", " or sep == ". " else None
+                m = None if shape is None else shape.rx.fullmatch(line, body)
+                if m is None:
+                    ps.slow(line + nl, line_no, batch)
+                    continue
+            vals = list(map(values, m.groups()))
+            i = shape.gen
+            gen = vals[i] if i >= 0 else None
+            i = shape.running
+            running = vals[i] if i >= 0 else None
+            i = shape.accept
+            accept = vals[i] if i >= 0 else None
+            if not ((type(gen) in _NUMBER or (gen is None and kind == "prefill"))
+                    and (running is None or type(running) in _NUMBER) and (accept is None or type(accept) in _NUMBER)):
+                ps.slow(line + nl, line_no, batch)  # no record, or a value to read closely
+                continue
+            if write:
+                try:  # the values' JSON in one call; a value with a comma in it (text) takes the slow path
+                    frags = dumps(vals)[1:-1].split(b",")
+                except orjson.JSONEncodeError:  # an integer beyond 64 bits
+                    frags = ()
+                if len(frags) != len(vals):
+                    ps.slow(line + nl, line_no, batch)
+                    continue
+            try:
+                checked(running, accept, gen)
+            except Rejected:
+                ps.rejected += 1
+                continue
+            reader.engine = "sglang"
+            time_s, series, time_j, rank_j = stamps[line[:at]]
+            tag = scan_add(kind, series, running, accept, gen, time_s, None, line_no)
+            if write:
+                if tag is None:
+                    flag = b"false"
+                else:
+                    flag = _FLAG
+                    codes.append(tag_code(tag))
+                batch.append(shape.template % (
+                    line_no + line_offset, time_j, rank_j, b"null" if accept is None else frags[shape.accept],
+                    b"null" if gen is None else frags[shape.gen], flag, *frags))
+        if write:
+            ps.flush(batch)
+    return ps.result(line_no)
+
+
+def copy_records(out, records, tags, join, deferred: list, limits: list) -> None:
+    """A range's records (binary file, from scan_range) to `out` with their warm-up flags:
+    the tags read through `join` (WarmupScan.extend's; None for the first range)."""
+
+    def flag(code: int) -> bytes:
+        tag = code_tag(code)
+        if join is not None:
+            tag = resolve(tag, join, deferred)
+        return b"true" if tag is not None and is_warm(tag, limits[tag[0]]) else b"false"
+
+    flags = _Cache(flag)
+    rest = b""
+    while chunk := records.read(1 << 22):
+        pieces = (rest + chunk).split(_FLAG)
+        rest = pieces.pop()
+        codes = array.array("q")
+        codes.fromfile(tags, len(pieces))
+        out.write(b"".join(chain.from_iterable(zip(pieces, map(flags.__getitem__, codes)))))
+    out.write(rest)
