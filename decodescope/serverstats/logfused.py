@@ -16,6 +16,7 @@ LogReader, as serverlog.write_records and logscan.scan_log read it."""
 
 import array
 import re
+from operator import call
 from itertools import chain
 from typing import NamedTuple
 
@@ -25,7 +26,7 @@ from decodescope.serverstats import logformats, logio
 from decodescope.serverstats.logsegment import PENDING
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtally import is_warm, resolve
-from decodescope.serverstats.logvalues import Rejected, checked, value
+from decodescope.serverstats.logvalues import Rejected, checked, local_epoch, value
 from decodescope.serverstats.serverlog import LogReader, record_json
 
 _BANNER = logformats.STARTUP_MARKERS["sglang"][0]
@@ -52,21 +53,31 @@ class _Cache(dict):
 
 
 class _Shape(NamedTuple):
-    rx: re.Pattern  # the pieces "key: value" after the marker, each value without ',' or ':'
+    rx: re.Pattern  # the pieces "key: value" after the marker, each value of its piece's type
+    read: tuple  # per value: what reads its text (int, float, a bool's, value for any other)
     running: int  # index of the "#running-req" value, -1 when none
     accept: int  # of "accept len" (decode lines), -1 when none
     gen: int  # of "gen throughput (token/s)", -1 when none
     template: bytes  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
 
 
-def _shape(kind: str, text: str) -> _Shape | None:
-    """The shape of a line's text after the marker; None when a piece has no ': ' or a
-    key repeats (pairs drops the one, keeps the last of the other: the slow path's business).
-    A line the shape's pattern matches splits into exactly these pieces, as pairs splits it."""
-    pieces = text.split(", ")
-    keys = [p.partition(": ")[0] for p in pieces]
-    if any(": " not in p for p in pieces) or len(set(keys)) < len(keys):
-        return None
+# the types of value a piece may hold, each read as logvalues.value reads it: its pattern and reader
+_INT, _FLOAT, _BOOL = r"([0-9]+)", r"([0-9]+\.[0-9]+)", r"(True|False)"
+_TEXT = r"([^,:]*)"  # anything else: no ',' nor ':' (so the pieces split as pairs splits them)
+_BOOLS = {"True": True, "False": False}
+
+
+def _type(text: str) -> str:
+    for rx in (_INT, _FLOAT, _BOOL):
+        if re.fullmatch(rx, text):
+            return rx
+    return _TEXT
+
+
+def _shape(kind: str, keys: tuple, types: tuple, text_value) -> _Shape:
+    """The shape of lines with these keys and value types; a line its pattern matches splits
+    into exactly these pieces, as pairs splits it, and each value reads as pairs reads it."""
+    readers = {_INT: int, _FLOAT: float, _BOOL: _BOOLS.__getitem__, _TEXT: text_value}
     head = orjson.dumps({"kind": kind, "engine": "sglang"})[:-1]
     slots = b',"line_no":%d,"time_s":%s,"rank":%s,"accept_len":%s,"gen_tok_s":%s,"warmup":%s,"process":null,"fields":{'
     fields = b",".join(orjson.dumps(k).replace(b"%", b"%%") + b":%s" for k in keys)
@@ -75,10 +86,23 @@ def _shape(kind: str, text: str) -> _Shape | None:
         return keys.index(key) if key in keys else -1
 
     return _Shape(
-        re.compile(", ".join(re.escape(k) + ": ([^,:]*)" for k in keys)), at("#running-req"),
-        at("accept len") if kind == "decode" else -1, at("gen throughput (token/s)"),
+        re.compile(", ".join(re.escape(k) + ": " + t for k, t in zip(keys, types))), tuple(readers[t] for t in types),
+        at("#running-req"), at("accept len") if kind == "decode" else -1, at("gen throughput (token/s)"),
         head.replace(b"%", b"%%") + slots + fields + b"}}",
     )
+
+
+# "[2026-05-12 00:05:35 TP0] ", "[... .123 DP1 TP4] ": logformats' SGLang prefix in its usual place
+_STAMP = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?((?: [A-Z_]+\d+)*)\] ")
+
+
+def _hour(hour: str) -> float | None:
+    return local_epoch(hour + ":00:00")
+
+
+def _rank(ranks: str) -> tuple:
+    rank = ranks.strip() or None
+    return ("sglang", rank), orjson.dumps(rank)
 
 
 def _stamp(prefix: str) -> tuple:
@@ -123,16 +147,24 @@ class _Pass:
         self.skipped = self.rejected = self.records = 0
         self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
         self.last = {"decode": None, "prefill": None}  # the shape that matched last
-        self.stamps = _Cache(_stamp, 10_000)
-        self.values = _Cache(value, 100_000)
+        self.stamps = _Cache(_stamp, 10_000)  # prefixes of other forms
+        self.hours = _Cache(_hour, 10_000)
+        self.ranks = _Cache(_rank, 10_000)
+        self.values = _Cache(value)
 
     def learn(self, kind: str, text: str) -> _Shape | None:
-        """The shape of this line, and the shape its kind's lines try first from now on."""
+        """The shape of this line, and the shape its kind's lines try first from now on; None
+        when a piece has no ': ' or a key repeats (pairs drops the one, keeps the last of the
+        other: the slow path's business)."""
+        pieces = [p.partition(": ") for p in text.split(", ")]
+        keys = tuple(k for k, _, _ in pieces)
+        if any(not sep for _, sep, _ in pieces) or len(set(keys)) < len(keys):
+            return None
+        types = tuple(_type(v) for _, _, v in pieces)
         shapes = self.shapes[kind]
-        keys = tuple(p.partition(": ")[0] for p in text.split(", "))
-        shape = shapes.get(keys)
+        shape = shapes.get((keys, types))
         if shape is None and len(shapes) < _MAX_SHAPES:
-            shape = shapes[keys] = _shape(kind, text)
+            shape = shapes[keys, types] = _shape(kind, keys, types, self.values.__getitem__)
         if shape is not None:
             self.last[kind] = shape
         return shape
@@ -200,7 +232,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     serverlog.write_records writes them, flags left to copy_records."""
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
-    stamps, values, scan_add, last = ps.stamps, ps.values.__getitem__, ps.scan.add_facts, ps.last
+    stamps, hours, ranks, scan_add, last = ps.stamps, ps.hours, ps.ranks, ps.scan.add_facts, ps.last
     dumps, codes, reader, line_no = orjson.dumps, ps.codes, ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
@@ -231,7 +263,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
                 if m is None:
                     ps.slow(line + nl, line_no, batch)
                     continue
-            vals = list(map(values, m.groups()))
+            vals = list(map(call, shape.read, m.groups()))
             i = shape.gen
             gen = vals[i] if i >= 0 else None
             i = shape.running
@@ -256,7 +288,18 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
                 ps.rejected += 1
                 continue
             reader.engine = "sglang"
-            time_s, series, time_j, rank_j = stamps[line[:at]]
+            pm = _STAMP.fullmatch(line, 0, at)
+            if pm is None:
+                time_s, series, time_j, rank_j = stamps[line[:at]]
+            else:  # local_epoch's sum, as parse_sglang reads the stamp
+                hour, mm, ss, ms, rank = pm.groups()
+                time_s = hours[hour]
+                if time_s is not None:
+                    time_s = time_s + int(mm) * 60 + int(ss)
+                    if ms:
+                        time_s += int(ms) / 1000
+                series, rank_j = ranks[rank]
+                time_j = dumps(time_s)
             tag = scan_add(kind, series, running, accept, gen, time_s, None, line_no)
             if write:
                 if tag is None:
