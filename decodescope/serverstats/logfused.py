@@ -61,8 +61,9 @@ class _Shape(NamedTuple):
     template: bytes  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
 
 
-# the types of value a piece may hold, each read as logvalues.value reads it: its pattern and reader
-_INT, _FLOAT, _BOOL = r"([0-9]+)", r"([0-9]+\.[0-9]+)", r"(True|False)"
+# the types of value a piece may hold, each read as logvalues.value reads it (an integer of up to
+# 18 digits: in 64 bits, and under Python's limit on digits read)
+_INT, _FLOAT, _BOOL = r"([0-9]{1,18})", r"([0-9]+\.[0-9]+)", r"(True|False)"
 _TEXT = r"([^,:]*)"  # anything else: no ',' nor ':' (so the pieces split as pairs splits them)
 _BOOLS = {"True": True, "False": False}
 
