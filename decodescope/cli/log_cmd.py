@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 
@@ -43,11 +44,16 @@ def log(file, engine, as_json, records, year):
     # a plain file's records come from the summary pass, kept here until the summary is known
     folder = tempfile.TemporaryDirectory(prefix="decodescope-records-") if plain and as_json and records else None
     if plain:
-        first = _guard(scan_file, file, engine, year, records=folder and folder.name, path=file)
+        with ThreadPoolExecutor(1) as pool:  # the settings pass reads the file while scan_file's workers do
+            scanning = pool.submit(_guard, scan_file, file, engine, year, records=folder and folder.name, path=file)
+            try:
+                runs = _guard(_settings, file, spool, path=file)
+            finally:
+                first = scanning.result()  # its error, if any, first
     else:
         with logio.open_lines(file) as lines:
             first = _guard(scan_log, _tee(lines, spool) if spool else lines, engine, year, path=file)
-    runs = _guard(_settings, file, spool, path=file)
+        runs = _guard(_settings, file, spool, path=file)
     summary = first.summary()
     if not summary.records and not runs:
         raise DecodescopeError(

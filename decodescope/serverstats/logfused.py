@@ -16,7 +16,6 @@ LogReader, as serverlog.write_records and logscan.scan_log read it."""
 
 import array
 import re
-from operator import call
 from itertools import chain
 from typing import NamedTuple
 
@@ -26,13 +25,14 @@ from decodescope.serverstats import logformats, logio
 from decodescope.serverstats.logsegment import PENDING
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtally import is_warm, resolve
-from decodescope.serverstats.logvalues import Rejected, checked, local_epoch, value
+from decodescope.serverstats.logvalues import Rejected, checked, local_epoch
 from decodescope.serverstats.serverlog import LogReader, record_json
 
 _BANNER = logformats.STARTUP_MARKERS["sglang"][0]
 _NUMBER = (int, float)
+_FACTS = ("#running-req", "accept len", "gen throughput (token/s)")  # the values the summary reads
 _SGLANG = (None, "sglang")  # engines whose lines may take the quick path
-_FLAG = b"\x00"  # where a warm-up flag goes, until the scans are joined
+_FLAG = "\x00"  # where a warm-up flag goes, until the scans are joined
 _MAX_SHAPES = 64  # SGLang line shapes learnt per kind (a log has a handful)
 _BIN0 = 1 << 21  # round-time bins are within +-745000 (logsegment: round times 1e-300..1e300 s)
 
@@ -54,61 +54,79 @@ class _Cache(dict):
 
 class _Shape(NamedTuple):
     rx: re.Pattern  # the pieces "key: value" after the marker, each value of its piece's type
-    read: tuple  # per value: what reads its text (int, float, a bool's, value for any other)
-    running: int  # index of the "#running-req" value, -1 when none
-    accept: int  # of "accept len" (decode lines), -1 when none
-    gen: int  # of "gen throughput (token/s)", -1 when none
-    template: bytes  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
+    # (index among the groups, int or float: what reads it as logvalues.value does), index -1 when none
+    running: tuple  # of the "#running-req" value
+    accept: tuple  # of "accept len" (decode lines)
+    gen: tuple  # of "gen throughput (token/s)"
+    template: str  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
 
 
-# the types of value a piece may hold, each read as logvalues.value reads it (an integer of up to
-# 18 digits: in 64 bits, and under Python's limit on digits read)
-_INT, _FLOAT, _BOOL = r"([0-9]{1,18})", r"([0-9]+\.[0-9]+)", r"(True|False)"
-_TEXT = r"([^,:]*)"  # anything else: no ',' nor ':' (so the pieces split as pairs splits them)
-_BOOLS = {"True": True, "False": False}
+# The values a quick line may hold, each matched in the form orjson writes for what
+# logvalues.value reads from it, so that the matched text is the value's JSON: an integer
+# without leading zeros of up to 18 digits (in 64 bits, and under Python's limit on digits
+# read); a decimal of up to 16 characters (15 digits: it reads back to the same digits) and
+# at least 0.0001, its trailing zeros left out of the match ("0.60" -> 0.6, "5.00" -> 5.0);
+# True and False, matched literally (the shape holds which).
+_INT = r"(0|[1-9][0-9]{0,17})"
+_FLOAT = r"(?=[0-9.]{3,16}(?:,|\r?$))(?!0\.0000)((?:0|[1-9][0-9]*)\.(?:[0-9]*[1-9]|0))0*"
+_BOOLS = {"True": "true", "False": "false"}
 
 
-def _type(text: str) -> str:
-    for rx in (_INT, _FLOAT, _BOOL):
-        if re.fullmatch(rx, text):
+def _type(text: str) -> str | None:
+    """The quick type of a value's text: _INT, _FLOAT, "True", "False", or None (any other)."""
+    if text in _BOOLS:
+        return text
+    for rx in (_INT, _FLOAT):
+        if re.fullmatch(rx, text.removesuffix("\r")):
             return rx
-    return _TEXT
+    return None
 
 
-def _shape(kind: str, keys: tuple, types: tuple, text_value) -> _Shape:
+def _shape(kind: str, keys: tuple, types: tuple) -> _Shape:
     """The shape of lines with these keys and value types; a line its pattern matches splits
     into exactly these pieces, as pairs splits it, and each value reads as pairs reads it."""
-    readers = {_INT: int, _FLOAT: float, _BOOL: _BOOLS.__getitem__, _TEXT: text_value}
-    head = orjson.dumps({"kind": kind, "engine": "sglang"})[:-1]
-    slots = b',"line_no":%d,"time_s":%s,"rank":%s,"accept_len":%s,"gen_tok_s":%s,"warmup":%s,"process":null,"fields":{'
-    fields = b",".join(orjson.dumps(k).replace(b"%", b"%%") + b":%s" for k in keys)
+    groups = [k for k, t in zip(keys, types) if t not in _BOOLS]
+    head = orjson.dumps({"kind": kind, "engine": "sglang"}).decode()[:-1]
+    slots = ',"line_no":%d,"time_s":%s,"rank":%s,"accept_len":%s,"gen_tok_s":%s,"warmup":%s,"process":null,"fields":{'
+    fields = ",".join(orjson.dumps(k).decode().replace("%", "%%") + ":" + _BOOLS.get(t, "%s") for k, t in zip(keys, types))
 
     def at(key):
-        return keys.index(key) if key in keys else -1
+        if key not in groups or (key == "accept len" and kind != "decode"):
+            return -1, None
+        return groups.index(key), int if types[keys.index(key)] == _INT else float
 
     return _Shape(
-        re.compile(", ".join(re.escape(k) + ": " + t for k, t in zip(keys, types))), tuple(readers[t] for t in types),
-        at("#running-req"), at("accept len") if kind == "decode" else -1, at("gen throughput (token/s)"),
-        head.replace(b"%", b"%%") + slots + fields + b"}}",
+        re.compile(", ".join(re.escape(k) + ": " + (re.escape(t) if t in _BOOLS else t) for k, t in zip(keys, types))
+                   + r"\r?"),
+        at("#running-req"), at("accept len"), at("gen throughput (token/s)"), head.replace("%", "%%") + slots + fields + "}}",
     )
 
 
-# "[2026-05-12 00:05:35 TP0] ", "[... .123 DP1 TP4] ": logformats' SGLang prefix in its usual place
-_STAMP = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?((?: [A-Z_]+\d+)*)\] ")
+# "[2026-05-12 00:05:35" and " TP0] ", ".123 DP1 TP4] ": logformats' SGLang prefix in its usual place
+_MINUTE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}):")
+_TAIL = re.compile(r"(?:\.([0-9]{3}))?((?: [A-Z_]+\d+)*)\] ")
+_SECONDS = {f"{i:02d}": i for i in range(100)}
+_NOT = object()
 
 
-def _hour(hour: str) -> float | None:
-    return local_epoch(hour + ":00:00")
+def _minute(text: str):
+    """local_epoch's sum up to the minute of '[YYYY-mm-dd HH:MM:'; None: not a date; _NOT: not this form."""
+    m = _MINUTE.fullmatch(text)
+    return _NOT if m is None else local_epoch(m[1] + ":00")
 
 
-def _rank(ranks: str) -> tuple:
-    rank = ranks.strip() or None
-    return ("sglang", rank), orjson.dumps(rank)
+def _tail(text: str):
+    """(ms / 1000 or 0, series, rank's JSON) of what follows the seconds, or None (not this form)."""
+    m = _TAIL.fullmatch(text)
+    if m is None:
+        return None
+    rank = m[2].strip() or None
+    return int(m[1]) / 1000 if m[1] else 0, ("sglang", rank), orjson.dumps(rank).decode()
 
 
 def _stamp(prefix: str) -> tuple:
     time_s, rank = logformats.sglang_stamp(prefix, len(prefix))
-    return time_s, ("sglang", rank), orjson.dumps(time_s), orjson.dumps(rank)
+    return time_s, ("sglang", rank), orjson.dumps(time_s).decode(), orjson.dumps(rank).decode()
 
 
 def tag_code(tag) -> int:
@@ -149,23 +167,25 @@ class _Pass:
         self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
         self.last = {"decode": None, "prefill": None}  # the shape that matched last
         self.stamps = _Cache(_stamp, 10_000)  # prefixes of other forms
-        self.hours = _Cache(_hour, 10_000)
-        self.ranks = _Cache(_rank, 10_000)
-        self.values = _Cache(value)
+        self.minutes = _Cache(_minute, 10_000)
+        self.tails = _Cache(_tail, 10_000)
 
     def learn(self, kind: str, text: str) -> _Shape | None:
         """The shape of this line, and the shape its kind's lines try first from now on; None
         when a piece has no ': ' or a key repeats (pairs drops the one, keeps the last of the
-        other: the slow path's business)."""
+        other: the slow path's business), or a value is of no quick type."""
         pieces = [p.partition(": ") for p in text.split(", ")]
         keys = tuple(k for k, _, _ in pieces)
         if any(not sep for _, sep, _ in pieces) or len(set(keys)) < len(keys):
             return None
         types = tuple(_type(v) for _, _, v in pieces)
+        if (None in types or any(types[keys.index(k)] in _BOOLS for k in _FACTS if k in keys)
+                or (kind == "decode" and _FACTS[2] not in keys)):  # a decode line without a rate is no record
+            return None
         shapes = self.shapes[kind]
         shape = shapes.get((keys, types))
         if shape is None and len(shapes) < _MAX_SHAPES:
-            shape = shapes[keys, types] = _shape(kind, keys, types, self.values.__getitem__)
+            shape = shapes[keys, types] = _shape(kind, keys, types)
         if shape is not None:
             self.last[kind] = shape
         return shape
@@ -208,13 +228,13 @@ class _Pass:
                         p.gen_tok_s, None if tag is not None else False, p.process, p.fields)
         if tag is not None:  # orjson's form, else json's (an integer beyond 64 bits)
             old = b'"warmup":null,' if b'"warmup":null,' in j else b'"warmup": null,'
-            j = j.replace(old, old.replace(b"null", _FLAG), 1)
+            j = j.replace(old, old.replace(b"null", b"\x00"), 1)
             self.codes.append(tag_code(tag))
-        batch.append(j)
+        batch.append(j.decode())
 
     def flush(self, batch: list):
         if batch:
-            self.out.write((b",\n" if self.records else b"\n") + b",\n".join(batch))
+            self.out.write((",\n" if self.records else "\n").encode() + ",\n".join(batch).encode())
             self.records += len(batch)
         if self.codes:
             self.codes.tofile(self.tags)
@@ -233,7 +253,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     serverlog.write_records writes them, flags left to copy_records."""
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
-    stamps, hours, ranks, scan_add, last = ps.stamps, ps.hours, ps.ranks, ps.scan.add_facts, ps.last
+    stamps, minutes, tails, scan_add, last = ps.stamps, ps.minutes, ps.tails, ps.scan.add_facts, ps.last
     dumps, codes, reader, line_no = orjson.dumps, ps.codes, ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
@@ -264,53 +284,40 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
                 if m is None:
                     ps.slow(line + nl, line_no, batch)
                     continue
-            vals = list(map(call, shape.read, m.groups()))
-            i = shape.gen
-            gen = vals[i] if i >= 0 else None
-            i = shape.running
-            running = vals[i] if i >= 0 else None
-            i = shape.accept
-            accept = vals[i] if i >= 0 else None
-            if not ((type(gen) in _NUMBER or (gen is None and kind == "prefill"))
-                    and (running is None or type(running) in _NUMBER) and (accept is None or type(accept) in _NUMBER)):
-                ps.slow(line + nl, line_no, batch)  # no record, or a value to read closely
-                continue
-            if write:
-                try:  # the values' JSON in one call; a value with a comma in it (text) takes the slow path
-                    frags = dumps(vals)[1:-1].split(b",")
-                except orjson.JSONEncodeError:  # an integer beyond 64 bits
-                    frags = ()
-                if len(frags) != len(vals):
-                    ps.slow(line + nl, line_no, batch)
-                    continue
+            got = m.groups()
+            i, read = shape.gen
+            gen = None if i < 0 else read(got[i])
+            i, read = shape.running
+            running = None if i < 0 else read(got[i])
+            i, read = shape.accept
+            accept = None if i < 0 else read(got[i])
             try:
                 checked(running, accept, gen)
             except Rejected:
                 ps.rejected += 1
                 continue
             reader.engine = "sglang"
-            pm = _STAMP.fullmatch(line, 0, at)
-            if pm is None:
+            base = minutes[line[:18]]
+            sec = _SECONDS.get(line[18:20])
+            tail = tails[line[20:at]] if sec is not None and base is not _NOT else None
+            if tail is None:
                 time_s, series, time_j, rank_j = stamps[line[:at]]
             else:  # local_epoch's sum, as parse_sglang reads the stamp
-                hour, mm, ss, ms, rank = pm.groups()
-                time_s = hours[hour]
-                if time_s is not None:
-                    time_s = time_s + int(mm) * 60 + int(ss)
-                    if ms:
-                        time_s += int(ms) / 1000
-                series, rank_j = ranks[rank]
-                time_j = dumps(time_s)
+                ms, series, rank_j = tail
+                time_s = None if base is None else base + sec
+                if ms and time_s is not None:
+                    time_s += ms
+                time_j = dumps(time_s).decode()
             tag = scan_add(kind, series, running, accept, gen, time_s, None, line_no)
             if write:
                 if tag is None:
-                    flag = b"false"
+                    flag = "false"
                 else:
                     flag = _FLAG
                     codes.append(tag_code(tag))
                 batch.append(shape.template % (
-                    line_no + line_offset, time_j, rank_j, b"null" if accept is None else frags[shape.accept],
-                    b"null" if gen is None else frags[shape.gen], flag, *frags))
+                    line_no + line_offset, time_j, rank_j, "null" if accept is None else got[shape.accept[0]],
+                    "null" if gen is None else got[shape.gen[0]], flag, *got))
         if write:
             ps.flush(batch)
     return ps.result(line_no)
@@ -329,7 +336,7 @@ def copy_records(out, records, tags, join, deferred: list, limits: list) -> None
     flags = _Cache(flag)
     rest = b""
     while chunk := records.read(1 << 22):
-        pieces = (rest + chunk).split(_FLAG)
+        pieces = (rest + chunk).split(b"\x00")
         rest = pieces.pop()
         codes = array.array("q")
         codes.fromfile(tags, len(pieces))
