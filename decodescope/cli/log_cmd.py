@@ -1,11 +1,13 @@
 """`decodescope log FILE`: read a saved SGLang / vLLM / llama.cpp server log offline.
 
 The file is streamed line by line and never held in memory. The summary takes one
-pass, the start-up settings another (settings.read_settings skips statistics lines by
-substring tests, so it costs a fraction of the first). `--json` streams every record as well (turn that off with `--no-records`): the
-warm-up flag of a record depends on the whole log, so the records come from a second
-pass (an input that cannot be read twice — standard input, a pipe — is spooled to a
-temporary file for it)."""
+pass, the start-up settings another, run at the same time (settings.read_settings skips
+statistics lines by substring tests, so it costs a fraction of the first). `--json`
+writes every record as well (turn that off with `--no-records`). The warm-up flag of a
+record depends on the whole log: a plain file's records come from the summary pass,
+kept in a temporary folder until the flags are known (logfused.py); a .gz or standard
+input is read a second time for them (an input that cannot be read twice, such as a
+pipe, is spooled to a temporary file)."""
 
 import json
 import os
@@ -26,7 +28,7 @@ from decodescope.serverstats.logformats import ENGINES
 @click.option(
     "--records/--no-records",
     default=True,
-    help="With --json: include every recognised line (default; a second pass) or the summary only.",
+    help="With --json: include every recognised line (default) or the summary only.",
 )
 @click.option("--year", type=int, help="Year of vLLM timestamps, which carry none [this year].")
 def log(file, engine, as_json, records, year):

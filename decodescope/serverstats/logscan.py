@@ -1,9 +1,11 @@
-"""The summary pass over a server log of any size: streamed, no record kept.
+"""The summary pass over a server log of any size: streamed, no record kept in memory.
 
-SGLang lines go through logformats.sglang_facts, which reads only the values the
-warm-up rule and the summary need; a large plain file is cut at line starts into one
-byte range per CPU, the ranges are scanned in parallel and their scans joined in order
-(WarmupScan.extend), which gives exactly the one-pass result."""
+A stream of lines (standard input, a .gz) goes through scan_log, where SGLang lines go
+through logformats.sglang_facts, which reads only the values the warm-up rule and the
+summary need. A plain file goes through scan_file: cut at line starts into one byte
+range per CPU when large, each range read by logfused.scan_range (which also writes its
+records' JSON when asked), the ranges scanned in parallel and their scans joined in
+order (WarmupScan.extend), which gives exactly the one-pass result."""
 
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -23,7 +25,7 @@ PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs m
 class LogScan(NamedTuple):
     engine: str | None  # None when no line was recognised
     skipped_lines: int
-    scan: WarmupScan  # its limits() flag records on a second pass (serverlog.write_records)
+    scan: WarmupScan  # its limits() flag the records (copy_scanned_records, serverlog.write_records)
     rejected_lines: int = 0
     parts: tuple = ()  # (start, end, Join or None) of each byte range scanned in parallel
     records: tuple = ()  # (file stem, Join or None, deferred tags, records) of each range's records (scan_file)
