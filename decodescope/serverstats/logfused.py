@@ -254,7 +254,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
     stamps, minutes, tails, scan_add, last = ps.stamps, ps.minutes, ps.tails, ps.scan.add_facts, ps.last
-    dumps, codes, reader, line_no = orjson.dumps, ps.codes, ps.reader, 0
+    dumps, codes, code_of, reader, line_no = orjson.dumps, ps.codes, _Cache(tag_code), ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
         nl = "\n" if ended else ""
@@ -314,7 +314,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
                     flag = "false"
                 else:
                     flag = _FLAG
-                    codes.append(tag_code(tag))
+                    codes.append(code_of[tag])
                 batch.append(shape.template % (
                     line_no + line_offset, time_j, rank_j, "null" if accept is None else got[shape.accept[0]],
                     "null" if gen is None else got[shape.gen[0]], flag, *got))
@@ -334,11 +334,12 @@ def copy_records(out, records, tags, join, deferred: list, limits: list) -> None
         return b"true" if tag is not None and is_warm(tag, limits[tag[0]]) else b"false"
 
     flags = _Cache(flag)
-    rest = b""
     while chunk := records.read(1 << 22):
-        pieces = (rest + chunk).split(b"\x00")
-        rest = pieces.pop()
         codes = array.array("q")
-        codes.fromfile(tags, len(pieces))
-        out.write(b"".join(chain.from_iterable(zip(pieces, map(flags.__getitem__, codes)))))
-    out.write(rest)
+        codes.fromfile(tags, chunk.count(b"\x00"))
+        marks = list(map(flags.__getitem__, codes))
+        if b"true" not in marks or b"false" not in marks:  # most often: one flag for the whole chunk
+            out.write(chunk.replace(b"\x00", marks[0] if marks else b""))
+        else:
+            pieces = chunk.split(b"\x00")
+            out.write(b"".join(chain.from_iterable(zip(pieces, marks))) + pieces[-1])
