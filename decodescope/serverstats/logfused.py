@@ -166,9 +166,9 @@ class _Pass:
         self.skipped = self.rejected = self.records = 0
         self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
         self.last = {"decode": None, "prefill": None}  # the shape that matched last
-        self.stamps = _Cache(_stamp, 10_000)  # prefixes of other forms
-        self.minutes = _Cache(_minute, 10_000)
-        self.tails = _Cache(_tail, 10_000)
+        self.stamps = _Cache(_stamp, 1000)  # prefixes of other forms
+        self.minutes = _Cache(_minute, 1000)
+        self.tails = _Cache(_tail, 1000)
 
     def learn(self, kind: str, text: str) -> _Shape | None:
         """The shape of this line, and the shape its kind's lines try first from now on; None
@@ -254,7 +254,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
     stamps, minutes, tails, scan_add, last = ps.stamps, ps.minutes, ps.tails, ps.scan.add_facts, ps.last
-    dumps, codes, code_of, reader, line_no = orjson.dumps, ps.codes, _Cache(tag_code), ps.reader, 0
+    dumps, codes, code_of, reader, line_no = orjson.dumps, ps.codes, _Cache(tag_code, 4000), ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
         nl = "\n" if ended else ""

@@ -110,7 +110,7 @@ def _stdin():
     return buf
 
 
-BLOCK = 1 << 23  # bytes read at a time by line_blocks
+BLOCK = 1 << 21  # bytes read at a time by line_blocks (a line of MAX_LINE or more is read apart)
 
 
 def line_blocks(f, budget: int, size: int = BLOCK):
