@@ -190,6 +190,40 @@ class _Pass:
             self.last[kind] = shape
         return shape
 
+    def stamp(self, line: str, at: int) -> tuple:
+        """(time_s, series, time_s's JSON, rank's JSON) of an SGLang line whose message starts at `at`."""
+        base = self.minutes[line[:18]]
+        sec = _SECONDS.get(line[18:20])
+        tail = self.tails[line[20:at]] if sec is not None and base is not _NOT else None
+        if tail is None:
+            return self.stamps[line[:at]]
+        ms, series, rank_j = tail  # local_epoch's sum, as parse_sglang reads the stamp
+        time_s = None if base is None else base + sec
+        if ms and time_s is not None:
+            time_s += ms
+        return time_s, series, orjson.dumps(time_s).decode(), rank_j
+
+    def match(self, line: str):
+        """(kind, where the message starts, shape, match) of an SGLang statistics line on
+        the quick path; None for any other line."""
+        at = line.find("Decode batch")
+        if at >= 0:
+            kind, body = "decode", at + 14
+        else:
+            at = line.find("Prefill batch")
+            if at < 0:
+                return None
+            kind, body = "prefill", at + 15
+        sep = line[body - 2 : body]
+        if sep != ", " and sep != ". ":
+            return None
+        shape = self.last[kind]
+        m = None if shape is None else shape.rx.fullmatch(line, body)
+        if m is None:
+            shape = self.learn(kind, line[body:])
+            m = None if shape is None else shape.rx.fullmatch(line, body)
+        return None if m is None else (kind, at, shape, m)
+
     def slow(self, line: str, line_no: int, batch: list):
         """One line the way scan_log counts it and write_records writes it."""
         reader = self.reader
@@ -253,8 +287,8 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     serverlog.write_records writes them, flags left to copy_records."""
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
-    stamps, minutes, tails, scan_add, last = ps.stamps, ps.minutes, ps.tails, ps.scan.add_facts, ps.last
-    dumps, codes, code_of, reader, line_no = orjson.dumps, ps.codes, _Cache(tag_code, 4000), ps.reader, 0
+    match, stamp, scan_add, codes, code_of = ps.match, ps.stamp, ps.scan.add_facts, ps.codes, _Cache(tag_code, 4000)
+    reader, line_no = ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
         nl = "\n" if ended else ""
@@ -263,27 +297,14 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
             if reader.engine not in _SGLANG:
                 ps.slow(line + nl, line_no, batch)
                 continue
-            at = line.find("Decode batch")
-            if at >= 0:
-                kind, body = "decode", at + 14
-            else:
-                at = line.find("Prefill batch")
-                if at < 0:
-                    if reader.engine is None or _BANNER in line:
-                        ps.slow(line + nl, line_no, batch)
-                    else:
-                        ps.skipped += 1
-                    continue
-                kind, body = "prefill", at + 15
-            sep = line[body - 2 : body]
-            shape = last[kind]
-            m = None if shape is None or (sep != ", " and sep != ". ") else shape.rx.fullmatch(line, body)
-            if m is None:
-                shape = ps.learn(kind, line[body:]) if sep == ", " or sep == ". " else None
-                m = None if shape is None else shape.rx.fullmatch(line, body)
-                if m is None:
+            found = match(line)
+            if found is None:  # any line but a quick one: the slow path, or skipped as scan_log skips it
+                if reader.engine is None or _BANNER in line or "Decode batch" in line or "Prefill batch" in line:
                     ps.slow(line + nl, line_no, batch)
-                    continue
+                else:
+                    ps.skipped += 1
+                continue
+            kind, at, shape, m = found
             got = m.groups()
             i, read = shape.gen
             gen = None if i < 0 else read(got[i])
@@ -297,27 +318,14 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
                 ps.rejected += 1
                 continue
             reader.engine = "sglang"
-            base = minutes[line[:18]]
-            sec = _SECONDS.get(line[18:20])
-            tail = tails[line[20:at]] if sec is not None and base is not _NOT else None
-            if tail is None:
-                time_s, series, time_j, rank_j = stamps[line[:at]]
-            else:  # local_epoch's sum, as parse_sglang reads the stamp
-                ms, series, rank_j = tail
-                time_s = None if base is None else base + sec
-                if ms and time_s is not None:
-                    time_s += ms
-                time_j = dumps(time_s).decode()
+            time_s, series, time_j, rank_j = stamp(line, at)
             tag = scan_add(kind, series, running, accept, gen, time_s, None, line_no)
+            if write and tag is not None:
+                codes.append(code_of[tag])
             if write:
-                if tag is None:
-                    flag = "false"
-                else:
-                    flag = _FLAG
-                    codes.append(code_of[tag])
                 batch.append(shape.template % (
                     line_no + line_offset, time_j, rank_j, "null" if accept is None else got[shape.accept[0]],
-                    "null" if gen is None else got[shape.gen[0]], flag, *got))
+                    "null" if gen is None else got[shape.gen[0]], "false" if tag is None else _FLAG, *got))
         if write:
             ps.flush(batch)
     return ps.result(line_no)
