@@ -202,3 +202,23 @@ def test_records_of_the_one_pass_scan_equal_parse_logs_on_mutated_lines(tmp_path
         whole = parse_log(lines, year=year)
         assert same(result.summary(), whole.summary)
         assert json.loads(b"[" + out.getvalue() + b"]") == [r.to_dict() for r in whole.records]
+
+
+@pytest.mark.parametrize("size", [7, 64, 1 << 20])
+def test_line_blocks_read_the_lines_capped_bytes_reads(tmp_path, size):
+    # blocks of `size` bytes: lines cut across blocks, a line longer than a block, one of
+    # MAX_LINE bytes or more (cut there), bytes that are not UTF-8, CR LF, no final line feed
+    from decodescope.serverstats import logio
+
+    data = (b"a\nbb\r\n" + "é€".encode() * 5 + b"\n\xff\xfe broken \xe2\x82\n" + b"x" * 100 + b"\n"
+            + b"y" * (logio.MAX_LINE + 10) + b"\nz" * 50 + b"\nlast without a line feed")
+    f = tmp_path / "tricky.log"
+    f.write_bytes(data)
+    for start in (0, 3):  # from a line start, as scan_file cuts, and from the middle of one
+        with open(f, "rb") as a, open(f, "rb") as b:
+            a.seek(start)
+            b.seek(start)
+            want = list(logio.capped_bytes(a, len(data) - start))
+            got = [line + ("\n" if ended or i < len(lines) - 1 else "")
+                   for lines, ended in logio.line_blocks(b, len(data) - start, size) for i, line in enumerate(lines)]
+        assert got == want
