@@ -7,12 +7,15 @@ its tag is kept, packed into one integer, in a file next to the records; copy_re
 writes the flags in when the scans are joined. Nothing else writes a byte 0 (JSON escapes
 it inside strings), and nothing is held in memory but the current block of lines.
 
-SGLang's statistics lines take a quick path: the line's pieces are split at ', ' as
-logvalues.pairs splits them and checked against the keys of a line seen before (its
-shape), so that the values come out by slicing and the record's JSON from a template of
-that shape with each value's JSON text (cached per value text). A line that does not fit
-a shape, or whose values need a closer look, takes the path every other line takes:
-LogReader, as serverlog.write_records and logscan.scan_log read it."""
+SGLang's statistics lines take a quick path. The keys of a line, and the type of each
+value, make its shape; a shape's pattern matches a line only where pairs() would split
+it into exactly those pieces, and only values whose text is already the JSON orjson
+writes for what logvalues.value reads from it (an integer, a short decimal less its
+trailing zeros, True / False). So one match per line gives the values, the three the
+summary needs are read from their text, and the record's JSON is the shape's template
+filled with the matched texts. Any other line (a new key, a text value, a number out of
+range, another engine) takes the path of serverlog.write_records and logscan.scan_log:
+LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte."""
 
 import array
 import re
