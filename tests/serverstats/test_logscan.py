@@ -222,3 +222,20 @@ def test_line_blocks_read_the_lines_capped_bytes_reads(tmp_path, size):
             got = [line + ("\n" if ended or i < len(lines) - 1 else "")
                    for lines, ended in logio.line_blocks(b, len(data) - start, size) for i, line in enumerate(lines)]
         assert got == want
+
+
+def test_a_stretch_that_starts_a_new_segment_tags_its_first_window_as_a_first_window():
+    # the clock goes back 600 s at line 2: a new segment (time went back), whose first window
+    # (round time 2x the steady one's, 2 x ROUND_S) is suspect, so warm-up (> 1.5x the median);
+    # a stretch scanned apart from line 2 on must not take it for a window that follows others
+    from test_serverlog import ROUND_S
+
+    t0 = 1_778_544_000.0
+    lines = [sgl_decode(t0 + 600, 2.0, 2.0 / ROUND_S), sgl_decode(t0, 2.0, 2.0 / (2 * ROUND_S)), *steady(t0 + 2.2, 6)]
+    whole = parse_log(lines)
+    assert [s.reason.value for s in whole.summary.segments] == ["log start", "time went back"]
+    assert [r.warmup for r in whole.records] == [False, True] + [False] * 6
+    for cut in range(len(lines) + 1):
+        head = scan_log(lines[:cut])
+        head.scan.extend(scan_log(lines[cut:], "sglang", continues=True).scan)
+        assert same(head.scan.summary("sglang", 0), whole.summary), f"cut at line {cut}"
