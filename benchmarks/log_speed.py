@@ -3,9 +3,13 @@
 Writes a ~1 GB log in the real SGLang format to a temporary folder: per request an
 HTTP access line and a "Prefill batch" line, "Decode batch" lines (V4 hybrid-model form,
 as in the reference case) for most of the volume, other INFO lines, and now and then a line of
-binary garbage. Then times the whole `decodescope log FILE` process on it (table mode:
-one pass) and, with --json, also `--json --no-records` and `--json` (every record
-streamed, two passes) to /dev/null.
+binary garbage. Then times the whole `decodescope log FILE` process on it (table mode)
+and, with --json, also `--json --no-records` and `--json` (every record, written to
+/dev/null). Each line gives the wall clock, the CPU seconds of the process and its
+workers, and the load average just before the run: on a shared machine the CPU seconds
+compare runs where the wall clock does not. The figures in the README come from
+
+    python benchmarks/log_speed.py --mb 100 --json
 
     python benchmarks/log_speed.py [--mb 1000] [--json] [--keep] [--log PATH]
 """
@@ -102,9 +106,11 @@ def main():
                  ("decodescope log FILE --json (records to /dev/null)", [path, "--json"])]
     try:
         for label, argv in runs:
+            load = os.getloadavg()[0]
             s, cpu = timed(argv)
             print(f"{label}: {s:.1f} s, {size / 1e6 / s:.0f} MB/s, {lines / s / 1e6:.2f} M lines/s; "
-                  f"CPU {cpu:.1f} s ({size / 1e6 / cpu:.0f} MB per CPU-second)")
+                  f"CPU {cpu:.1f} s ({size / 1e6 / cpu:.0f} MB per CPU-second); load average {load:.1f} "
+                  f"on {os.cpu_count()} CPUs")
     finally:
         if not args.keep and not args.log:
             os.remove(path)

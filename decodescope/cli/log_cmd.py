@@ -1,16 +1,19 @@
 """`decodescope log FILE`: read a saved SGLang / vLLM / llama.cpp server log offline.
 
 The file is streamed line by line and never held in memory. The summary takes one
-pass, the start-up settings another (settings.read_settings skips statistics lines by
-substring tests, so it costs a fraction of the first). `--json` streams every record as well (turn that off with `--no-records`): the
-warm-up flag of a record depends on the whole log, so the records come from a second
-pass (an input that cannot be read twice — standard input, a pipe — is spooled to a
-temporary file for it)."""
+pass, the start-up settings another, run at the same time (settings.read_settings skips
+statistics lines by substring tests, so it costs a fraction of the first). `--json`
+writes every record as well (turn that off with `--no-records`). The warm-up flag of a
+record depends on the whole log: a plain file's records come from the summary pass,
+kept in a temporary folder until the flags are known (logfused.py); a .gz or standard
+input is read a second time for them (an input that cannot be read twice, such as a
+pipe, is spooled to a temporary file)."""
 
 import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 import click
 
@@ -25,7 +28,7 @@ from decodescope.serverstats.logformats import ENGINES
 @click.option(
     "--records/--no-records",
     default=True,
-    help="With --json: include every recognised line (default; a second pass) or the summary only.",
+    help="With --json: include every recognised line (default) or the summary only.",
 )
 @click.option("--year", type=int, help="Year of vLLM timestamps, which carry none [this year].")
 def log(file, engine, as_json, records, year):
@@ -40,12 +43,19 @@ def log(file, engine, as_json, records, year):
     again = plain or (file != "-" and os.path.isfile(file))  # a file can be read a second time
     # an input read once (standard input, a pipe) is spooled for the settings pass (and the records)
     spool = None if again else tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+    # a plain file's records come from the summary pass, kept here until the summary is known
+    folder = tempfile.TemporaryDirectory(prefix="decodescope-records-") if plain and as_json and records else None
     if plain:
-        first = _guard(scan_file, file, engine, year, path=file)
+        with ThreadPoolExecutor(1) as pool:  # the settings pass reads the file while scan_file's workers do
+            scanning = pool.submit(_guard, scan_file, file, engine, year, records=folder and folder.name, path=file)
+            try:
+                runs = _guard(_settings, file, spool, path=file)
+            finally:
+                first = scanning.result()  # its error, if any, first
     else:
         with logio.open_lines(file) as lines:
             first = _guard(scan_log, _tee(lines, spool) if spool else lines, engine, year, path=file)
-    runs = _guard(_settings, file, spool, path=file)
+        runs = _guard(_settings, file, spool, path=file)
     summary = first.summary()
     if not summary.records and not runs:
         raise DecodescopeError(
@@ -73,8 +83,9 @@ def log(file, engine, as_json, records, year):
     if not records:
         click.echo(json.dumps({"engine": summary.engine, **extra}))
         return
-    if first.parts:  # a large plain file, scanned in parallel: its records too
+    if folder:
         _stream_json(None, first, summary, year, file, extra)
+        folder.cleanup()
     elif spool:
         spool.seek(0)
         _stream_json(logio.capped(spool), first, summary, year, file, extra)
@@ -114,15 +125,15 @@ def _guard(fn, *args, path, **kw):
 
 
 def _stream_json(lines, first, summary, year, path, extra):
-    """--json to stdout; `lines` None: the records of a file scanned in parallel."""
-    from decodescope.serverstats.logscan import write_records_parallel
+    """--json to stdout; `lines` None: the records scan_file wrote."""
+    from decodescope.serverstats.logscan import copy_scanned_records
     from decodescope.serverstats.serverlog import JSON_TAIL, json_head, write_json
 
     out = sys.stdout.buffer
     try:
         if lines is None:
             out.write(json_head(first.engine, summary, extra))
-            _guard(write_records_parallel, path, first, year, out, path=path)
+            copy_scanned_records(first, out)
             out.write(JSON_TAIL)
             out.flush()
         else:

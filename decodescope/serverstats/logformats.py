@@ -140,6 +140,12 @@ def _sglang_rank(m: re.Match | None) -> str | None:
     return m.group(4) or m.group(3).strip() or None  # v0.1-0.2: "[gpu_id=0] Decode batch. ..."
 
 
+def sglang_stamp(line: str, at: int) -> tuple:
+    """(time_s, rank) of an SGLang line whose message starts at `at` (as parse_sglang reads them)."""
+    m = _SGL_PREFIX.search(line, 0, at)
+    return _sglang_time(m), _sglang_rank(m)
+
+
 _last_stamp = ["", None]  # consecutive lines mostly share their second
 
 

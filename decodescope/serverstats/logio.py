@@ -108,3 +108,55 @@ def _stdin():
             "standard input is closed", "pipe the log in (cat server.log | decodescope log -) or give its path"
         ) from None
     return buf
+
+
+BLOCK = 1 << 21  # bytes read at a time by line_blocks (a line of MAX_LINE or more is read apart)
+
+
+def line_blocks(f, budget: int, size: int = BLOCK):
+    """capped_bytes in blocks, for a loop that costs less per line: (lines, ended) pairs,
+    the lines decoded and without their line feed; `ended` False: the last line had none
+    (the end of the file, or a line cut at MAX_LINE). One decode per block gives the same
+    text as one per line: a block ends at a line feed, and a line feed is never part of a
+    multi-byte character. A block with a line of MAX_LINE bytes or more hands the rest of
+    the range to capped_bytes, line by line."""
+    while budget > 0:
+        start = f.tell()
+        data = f.read(min(size, budget))
+        if not data:
+            return
+        end = len(data)
+        if end == size and end < budget:  # more follows: stop at the last line feed
+            end = data.rfind(b"\n") + 1
+            if end == 0:  # a line longer than a block
+                f.seek(start)
+                yield from _line_by_line(f, budget)
+                return
+            f.seek(start + end)
+            data = data[:end]
+        text = data.decode("utf-8", "replace")
+        lines = text.split("\n")
+        if len(text) >= MAX_LINE // 4 and max(map(len, lines)) >= MAX_LINE // 4 and _too_long(data):
+            f.seek(start)
+            yield from _line_by_line(f, budget)
+            return
+        budget -= end
+        if lines[-1]:
+            last = lines.pop()
+            yield lines, True
+            yield [last], False
+        else:
+            lines.pop()
+            yield lines, True
+
+
+def _too_long(data: bytes) -> bool:
+    return max(map(len, data.split(b"\n"))) >= MAX_LINE
+
+
+def _line_by_line(f, budget: int):
+    for line in capped_bytes(f, budget):
+        if line.endswith("\n"):
+            yield [line[:-1]], True
+        else:
+            yield [line], False

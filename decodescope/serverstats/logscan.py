@@ -1,19 +1,20 @@
-"""The summary pass over a server log of any size: streamed, no record kept.
+"""The summary pass over a server log of any size: streamed, no record kept in memory.
 
-SGLang lines go through logformats.sglang_facts, which reads only the values the
-warm-up rule and the summary need; a large plain file is cut at line starts into one
-byte range per CPU, the ranges are scanned in parallel and their scans joined in order
-(WarmupScan.extend), which gives exactly the one-pass result."""
+A stream of lines (standard input, a .gz) goes through scan_log, where SGLang lines go
+through logformats.sglang_facts, which reads only the values the warm-up rule and the
+summary need. A plain file goes through scan_file: cut at line starts into one byte
+range per CPU when large, each range read by logfused.scan_range (which also writes its
+records' JSON when asked), the ranges scanned in parallel and their scans joined in
+order (WarmupScan.extend), which gives exactly the one-pass result."""
 
 import os
-import shutil
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import NamedTuple
 from collections.abc import Iterable
 
 from decodescope.serverstats import logformats, logio
+from decodescope.serverstats.logfused import RangeScan, copy_records, scan_range
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtypes import LogSummary
 from decodescope.serverstats.serverlog import LogReader, parse_line
@@ -24,9 +25,10 @@ PARALLEL_MIN_BYTES = 32_000_000  # below this, starting worker processes costs m
 class LogScan(NamedTuple):
     engine: str | None  # None when no line was recognised
     skipped_lines: int
-    scan: WarmupScan  # its limits() flag records on a second pass (serverlog.write_records)
+    scan: WarmupScan  # its limits() flag the records (copy_scanned_records, serverlog.write_records)
     rejected_lines: int = 0
     parts: tuple = ()  # (start, end, Join or None) of each byte range scanned in parallel
+    records: tuple = ()  # (file stem, Join or None, deferred tags, records) of each range's records (scan_file)
 
     def summary(self) -> LogSummary:
         return self.scan.summary(self.engine, self.skipped_lines, self.rejected_lines)
@@ -74,27 +76,34 @@ def scan_file(
     year: int | None = None,
     workers: int | None = None,
     min_bytes: int = PARALLEL_MIN_BYTES,
+    records: str | None = None,
 ) -> LogScan:
-    """scan_log of a plain (uncompressed) file, in parallel when it is large."""
+    """scan_log of a plain (uncompressed) file, in parallel when it is large; with
+    `records` (a folder), every record's JSON too, in the same pass, written there for
+    copy_scanned_records."""
     size = os.path.getsize(path)
     workers = workers or len(os.sched_getaffinity(0))
     if workers < 2 or size < min_bytes:
-        with _text(path) as f:
-            return scan_log(f, engine, year)
-    if engine is None:  # one engine for all ranges, as one pass would fix it
-        with _text(path) as f:
-            n_lines = 0
-            for n_lines, line in enumerate(f, 1):  # noqa: B007 (the count is read after the loop)
-                rec = parse_line(line, None, year)
-                if rec is not None:
-                    engine = rec.engine
-                    break
-        if engine is None:
-            return LogScan(None, n_lines, WarmupScan())
-    cuts = _line_starts(path, size, workers)
-    jobs = [(path, a, b, engine, year, i > 0) for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
-    with ProcessPoolExecutor(len(jobs)) as pool:
-        parts = list(pool.map(_scan_range, jobs))
+        cuts = [0, size]
+    else:
+        if engine is None:  # one engine for all ranges, as one pass would fix it
+            with _text(path) as f:
+                n_lines = 0
+                for n_lines, line in enumerate(f, 1):  # noqa: B007 (the count is read after the loop)
+                    rec = parse_line(line, None, year)
+                    if rec is not None:
+                        engine = rec.engine
+                        break
+            if engine is None:
+                return LogScan(None, n_lines, WarmupScan())
+        cuts = _line_starts(path, size, workers)
+    jobs = [(path, a, b, engine, year, i > 0, records and os.path.join(records, str(i)))
+            for i, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    if len(jobs) < 2:
+        parts = [_scan_range(job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(len(jobs)) as pool:
+            parts = list(pool.map(_scan_range, jobs))
     head = parts[0]
     found, skipped, rejected = head.engine, head.skipped_lines, head.rejected_lines
     joins = [None]
@@ -103,41 +112,27 @@ def scan_file(
         found = found or part.engine
         skipped += part.skipped_lines
         rejected += part.rejected_lines
-    ranges = tuple((job[1], job[2], join) for job, join in zip(jobs, joins))
-    return LogScan(found, skipped, head.scan, rejected, ranges)
+    ranges = tuple((job[1], job[2], join) for job, join in zip(jobs, joins)) if len(jobs) > 1 else ()
+    written = tuple((job[6], join, part.scan.tagger.deferred, part.records)
+                    for job, join, part in zip(jobs, joins, parts)) if records else ()
+    return LogScan(found, skipped, head.scan, rejected, ranges, written)
 
 
-def write_records_parallel(path: str, result: LogScan, year: int | None, out) -> None:
-    """serverlog.write_records for a file scan_file read in parallel: each byte range is
-    read again by its own process into a temporary file, and the files are copied to
-    `out` in order (records at tens of MB/s instead of one core's rate)."""
+def copy_scanned_records(result: LogScan, out) -> None:
+    """The records scan_file wrote (with `records`), comma-separated, in log order, to the
+    binary stream `out`, their warm-up flags from the joined scan."""
     limits = result.scan.limits()
-    folder = tempfile.mkdtemp(prefix="decodescope-records-")
-    jobs = [(path, a, b, result.engine, year, limits, join, os.path.join(folder, f"{i}.json"))
-            for i, (a, b, join) in enumerate(result.parts)]
-    try:
-        with ProcessPoolExecutor(len(jobs)) as pool:
-            done = list(pool.map(_records_range, jobs))
-        written = False
-        for part, n in done:
-            if n:
-                if written:
-                    out.write(b",")  # each part starts "\n{record}"
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out, 1 << 20)
-                written = True
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    written = False
+    for stem, join, deferred, n in result.records:
+        if not n:
+            continue
+        if written:
+            out.write(b",")  # each range's records start "\n{record}"
+        with open(stem + ".json", "rb") as records, open(stem + ".tags", "rb") as tags:
+            copy_records(out, records, tags, join, deferred, limits)
+        written = True
 
 
-def _records_range(job):
-    from decodescope.serverstats.serverlog import write_records
-
-    path, start, end, engine, year, limits, join, part = job
-    with open(path, "rb") as f, open(part, "wb") as out:
-        f.seek(start)
-        n = write_records(out, logio.capped_bytes(f, end - start), engine, year, limits, join)
-    return part, n
 @contextmanager
 def _text(path: str):
     with open(path, encoding="utf-8", errors="replace", newline="\n") as f:
@@ -157,8 +152,31 @@ def _line_starts(path: str, size: int, n: int) -> list[int]:
     return sorted(cuts)
 
 
-def _scan_range(job) -> LogScan:
-    path, start, end, engine, year, continues = job
-    with open(path, "rb") as f:
+def _scan_range(job) -> RangeScan:
+    path, start, end, engine, year, continues, stem = job
+    with open(path, "rb") as f, _outputs(stem) as (out, tags):
+        offset = _lines_before(f, start) if stem else 0
         f.seek(start)
-        return scan_log(logio.capped_bytes(f, end - start), engine, year, continues)
+        return scan_range(f, end - start, engine, year, continues, out, tags, offset)
+
+
+@contextmanager
+def _outputs(stem: str | None):
+    if stem is None:
+        yield None, None
+        return
+    with open(stem + ".json", "wb") as out, open(stem + ".tags", "wb") as tags:
+        yield out, tags
+
+
+def _lines_before(f, end: int) -> int:
+    """Line feeds in the first `end` bytes: the line number before a range (counted at
+    gigabytes a second, so each range's records carry their final line numbers)."""
+    n = 0
+    while end > 0:
+        chunk = f.read(min(end, 1 << 24))
+        if not chunk:
+            break
+        n += chunk.count(b"\n")
+        end -= len(chunk)
+    return n

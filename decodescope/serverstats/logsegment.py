@@ -17,6 +17,7 @@ is per segment, so the first window after a restart is judged as a first window.
 
 import math
 from enum import StrEnum
+from math import floor, log
 
 CLOCK_SLACK_S = 30.0  # lines of concurrent processes interleave a little out of order
 _BINS_PER_E = 1000  # round-time bins per factor e: 0.1 % wide
@@ -215,17 +216,19 @@ class WindowTagger:
         if gen_tok_s is None:
             return self._last if kind == "spec" else None
         r = round_s(running, accept_len, gen_tok_s)
-        b = None if r is None else math.floor(math.log(r) * _BINS_PER_E)
+        b = None if r is None else floor(log(r) * _BINS_PER_E)
         i = len(self.segments) - 1
-        if series in seg.touched:
+        touched = seg.touched
+        if series in touched:
             self._last = (i, series in seg.fresh or series not in seg.seen, b)
-        elif self.continues and i == 0:
-            self.deferred.append((series, b))
-            self._last = (PENDING, len(self.deferred) - 1)
         else:
-            self._last = (i, True, b)  # the series' first window in this segment
+            if self.continues and i == 0:
+                self.deferred.append((series, b))
+                self._last = (PENDING, len(self.deferred) - 1)
+            else:
+                self._last = (i, True, b)  # the series' first window in this segment
+            touched.add(series)
         seg.seen.add(series)
-        seg.touched.add(series)
         if r is None:
             seg.fresh.add(series)
         else:

@@ -86,7 +86,8 @@ def resolve(tag, join: Join, deferred: list):
     if tag[1] < 0:
         return join.last if join.merged else None
     series, b = deferred[tag[1]]
-    return (join.i0, series not in join.seen or series in join.fresh, b)
+    # in a segment that starts with the stretch, a series' first window is its first there
+    return (join.i0, not join.merged or series not in join.seen or series in join.fresh, b)
 
 
 def is_warm(tag, limits) -> bool:

@@ -89,10 +89,10 @@ def pairs(text: str, lists: bool = False) -> dict:
 
 
 def _remember(v: str):
-    """_value(v), kept: values repeat line after line ("0.12", "True", "10")."""
+    """value(v), kept: values repeat line after line ("0.12", "True", "10")."""
     x = _seen.get(v, _MISS)
     if x is _MISS:
-        x = _value(v)
+        x = value(v)
         if len(_seen) >= _SEEN_MAX:
             _seen.clear()
         _seen[v] = x
@@ -100,12 +100,13 @@ def _remember(v: str):
 
 
 _MISS = object()
-_seen: dict = {}  # value text -> _value(text)
+_seen: dict = {}  # value text -> value(text)
 _SEEN_MAX = 20_000  # entries (a few MB at most); cleared when full
 
 
-def _value(v: str):
-    # fast path for a bare number, most values; number() for units, %, bools
+def value(v: str):
+    """The value of a `key: value` piece as pairs() reads it: a bare number quickly,
+    number() for units, %, bools and text."""
     if v[-1:].isdigit():
         try:
             return float(v) if "." in v else int(v)

@@ -192,15 +192,16 @@ def test_parallel_scan_of_real_multi_run_logs_equals_one_pass(tmp_path, workers)
 def test_records_written_in_parallel_equal_the_one_pass_records(tmp_path, workers):
     import io
 
-    from decodescope.serverstats.logscan import write_records_parallel
+    from decodescope.serverstats.logscan import copy_scanned_records
 
     names = ["sglang_eagle3.log", "sglang_plain_tp0.log", "sglang_dp_attention_mtp.log", "sglang_prefill_only.log"]
     f = tmp_path / "all.log"
     f.write_text("".join(lines(*names)))
-    result = scan_file(str(f), workers=workers, min_bytes=0)
+    (tmp_path / "records").mkdir()
+    result = scan_file(str(f), workers=workers, min_bytes=0, records=str(tmp_path / "records"))
     assert len(result.parts) == workers
     out = io.BytesIO()
-    write_records_parallel(str(f), result, None, out)
+    copy_scanned_records(result, out)
     got = json.loads(b"[" + out.getvalue() + b"]")
     whole = parse_log(lines(*names)).records
     assert got == [r.to_dict() for r in whole]

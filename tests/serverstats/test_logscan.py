@@ -179,3 +179,63 @@ def test_mutated_real_lines_never_crash_and_both_paths_agree(seed):
     assert same(scan_log(lines).summary(), whole.summary)
     for engine_lines in ([r.line for r in VLLM], [r.line for r in LLAMACPP]):
         parse_log([mutate(rng, rng.choice(engine_lines)) for _ in range(500)], year=2025)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_records_of_the_one_pass_scan_equal_parse_logs_on_mutated_lines(tmp_path, seed):
+    # scan_file with records: each line parsed once for the summary and the record; a line off
+    # the quick path (a mutated value, a new shape, another engine) must come out as parse_log reads it
+    from decodescope.serverstats.logscan import copy_scanned_records
+
+    rng = random.Random(seed)
+    real = [r.line for r in SGLANG] + mixed_log(seed)[:60]
+    for pool, year in ((real, None), ([r.line for r in VLLM], 2025), ([r.line for r in LLAMACPP], None)):
+        lines = [(mutate(rng, rng.choice(pool)) if rng.random() < 0.5 else rng.choice(pool)).replace("\n", "") + "\n"
+                 for _ in range(800)]
+        f = tmp_path / "mutated.log"
+        f.write_text("".join(lines))
+        folder = tmp_path / f"records-{len(pool)}"
+        folder.mkdir()
+        result = scan_file(str(f), year=year, workers=1, records=str(folder))
+        out = io.BytesIO()
+        copy_scanned_records(result, out)
+        whole = parse_log(lines, year=year)
+        assert same(result.summary(), whole.summary)
+        assert json.loads(b"[" + out.getvalue() + b"]") == [r.to_dict() for r in whole.records]
+
+
+@pytest.mark.parametrize("size", [7, 64, 1 << 20])
+def test_line_blocks_read_the_lines_capped_bytes_reads(tmp_path, size):
+    # blocks of `size` bytes: lines cut across blocks, a line longer than a block, one of
+    # MAX_LINE bytes or more (cut there), bytes that are not UTF-8, CR LF, no final line feed
+    from decodescope.serverstats import logio
+
+    data = (b"a\nbb\r\n" + "é€".encode() * 5 + b"\n\xff\xfe broken \xe2\x82\n" + b"x" * 100 + b"\n"
+            + b"y" * (logio.MAX_LINE + 10) + b"\nz" * 50 + b"\nlast without a line feed")
+    f = tmp_path / "tricky.log"
+    f.write_bytes(data)
+    for start in (0, 3):  # from a line start, as scan_file cuts, and from the middle of one
+        with open(f, "rb") as a, open(f, "rb") as b:
+            a.seek(start)
+            b.seek(start)
+            want = list(logio.capped_bytes(a, len(data) - start))
+            got = [line + ("\n" if ended or i < len(lines) - 1 else "")
+                   for lines, ended in logio.line_blocks(b, len(data) - start, size) for i, line in enumerate(lines)]
+        assert got == want
+
+
+def test_a_stretch_that_starts_a_new_segment_tags_its_first_window_as_a_first_window():
+    # the clock goes back 600 s at line 2: a new segment (time went back), whose first window
+    # (round time 2x the steady one's, 2 x ROUND_S) is suspect, so warm-up (> 1.5x the median);
+    # a stretch scanned apart from line 2 on must not take it for a window that follows others
+    from test_serverlog import ROUND_S
+
+    t0 = 1_778_544_000.0
+    lines = [sgl_decode(t0 + 600, 2.0, 2.0 / ROUND_S), sgl_decode(t0, 2.0, 2.0 / (2 * ROUND_S)), *steady(t0 + 2.2, 6)]
+    whole = parse_log(lines)
+    assert [s.reason.value for s in whole.summary.segments] == ["log start", "time went back"]
+    assert [r.warmup for r in whole.records] == [False, True] + [False] * 6
+    for cut in range(len(lines) + 1):
+        head = scan_log(lines[:cut])
+        head.scan.extend(scan_log(lines[cut:], "sglang", continues=True).scan)
+        assert same(head.scan.summary("sglang", 0), whole.summary), f"cut at line {cut}"
