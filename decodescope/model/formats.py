@@ -78,7 +78,8 @@ class WeightFormat:
                 "compute": self.compute, "source": self.source}
 
 
-_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+         "index_q_proj", "index_k_proj")  # MiniMax-M3 keeps its sparse-attention indexer in self_attn
 
 
 def _is_mlp(t: Tensor) -> bool:
@@ -132,6 +133,8 @@ FORMATS = {
     "nvfp4": (4.5, 16.0, "fp4", "NVFP4: e2m1 + e4m3 scale per 16 (NVIDIA Blackwell docs)"),
     # e8m0 scale per 32 weights (0.25 bit)
     "mxfp4": (4.25, 16.0, "fp4", "OCP MX spec: e2m1 + e8m0 scale per 32"),
+    # e4m3 + e8m0 scale per 32 weights: 8 + 8 / 32 bits (OCP MX spec v1.0, MXFP8 E4M3)
+    "mxfp8": (8.25, 16.0, "fp8", "OCP MX spec: e4m3 + e8m0 scale per 32"),
     "q4_k_m": (4.85, 6.5625, "fp16", f"mix of Q4_K (4.5 bpw) and Q6_K, output.weight Q6_K; {_LLAMA_CPP}"),
     "q5_k_m": (5.69, 6.5625, "fp16", f"mix of Q5_K (5.5 bpw) and Q6_K, output.weight Q6_K; {_LLAMA_CPP}"),
     "q6_k": (6.5625, 6.5625, "fp16", f"Q6_K: 210 bytes per 256 weights; {_LLAMA_CPP}"),
@@ -155,7 +158,7 @@ NAMES = (*FORMATS, *GGUF_FTYPES, "int4-gN", "bpw:X")
 
 
 def parse_format(spec: str, arch: Arch | None = None) -> WeightFormat:
-    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X`."""
+    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 mxfp8 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X`."""
     s = spec.strip().lower()
     if s in GGUF_FTYPES:
         return GGUF_FTYPES[s]
@@ -196,8 +199,10 @@ def config_format(arch: Arch) -> WeightFormat:
     if not q:
         return parse_format(arch.dtype, arch)
     method = str(q.get("quant_method", "")).lower()
-    if method in ("fp8", "mxfp4"):
-        return replace(parse_format(method, arch), ignore=_patterns(q, "modules_to_not_convert", arch))
+    if method in ("fp8", "mxfp4", "mxfp8"):
+        # transformers writes modules_to_not_convert, vLLM's Fp8Config reads ignored_layers
+        ignore = _patterns(q, "modules_to_not_convert", arch) + _patterns(q, "ignored_layers", arch)
+        return replace(parse_format(method, arch), ignore=ignore)
     if method in ("gptq", "awq", "auto-round", "gptq_marlin", "awq_marlin"):
         return _intn(q, method, arch)
     if method == "bitsandbytes":
@@ -298,6 +303,7 @@ def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
 
 
 _ALGO = {"FP8": TensorFormat(8.0, "fp8", "fp8"), "NVFP4": TensorFormat(4.5, "nvfp4", "fp4"),
+         "MXFP8": TensorFormat(8.25, "mxfp8", "fp8"),
          "W4A16_NVFP4": TensorFormat(4.5, "nvfp4", "bf16"), "W4A8_NVFP4_FP8": TensorFormat(4.5, "nvfp4", "fp8")}
 
 
@@ -314,7 +320,7 @@ def _modelopt(q: dict, arch: Arch) -> WeightFormat:
     if algo != "MIXED_PRECISION" or not isinstance(layers, dict) or not layers:
         raise DecodescopeError(f"{arch.source}: modelopt quant_algo={algo!r} is not understood",
                                "pass the format with --weights")
-    per, head = {}, BF16
+    votes, head = {}, BF16
     for module, spec in layers.items():
         f = _ALGO.get(spec.get("quant_algo") if isinstance(spec, dict) else None)
         if f is None:
@@ -323,10 +329,32 @@ def _modelopt(q: dict, arch: Arch) -> WeightFormat:
         if module == "lm_head":
             head = f
             continue
-        # "model.language_model.layers.3.self_attn.q_proj" -> "q_proj"; "...mlp.experts" -> "experts"
-        per[re.sub(r"^.*?layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.", "", module)] = f
+        fs = votes.setdefault(_NUMBERS.sub(".0.", module), {})  # cheap: 21,888 entries in MiniMax-M3
+        fs[f] = fs.get(f, 0) + 1
+    # one entry per module of a layer (not per layer: MiniMax-M3 lists 21,888), the format
+    # most layers give it; the most specific (longest) name is tried first
+    per = {_layer_key(k): max(fs, key=fs.get) for k, fs in votes.items()}
     top = max(per.values(), key=lambda f: f.bits)
     return WeightFormat("mixed (config)", top.bits, head.bits, top.compute, kernel=top.kernel,
-                        per_tensor=tuple(sorted(per.items(), key=lambda kv: kv[0])),
+                        per_tensor=tuple(sorted(per.items(), key=lambda kv: (-len(kv[0]), kv[0]))),
                         mtp_bits=16.0 if mtp_out else None,
-                        source="modelopt MIXED_PRECISION quantized_layers: FP8 = 8, NVFP4 = 4.5 bits")
+                        source="modelopt MIXED_PRECISION quantized_layers: FP8 = 8, MXFP8 = 8.25, NVFP4 = 4.5 bits")
+
+
+_NUMBERS = re.compile(r"\.\d+\.")
+_EXPERT_W = {"1": "gate_proj", "2": "down_proj", "3": "up_proj"}  # Mixtral-style w1/w2/w3
+
+
+def _layer_key(module: str) -> str:
+    """A quantized_layers module name as the pattern of the tensor in every layer:
+    "language_model.model.layers.3.block_sparse_moe.experts.7.w1" ->
+    "model.layers.0.mlp.experts.0.gate_proj" (module_names' spelling)."""
+    m = re.match(r"^.*?layers\.\d+\.(\w+)\.(.*)$", module)
+    if not m:
+        return module
+    block, rest = m.groups()
+    rest = re.sub(r"^experts\.\d+\.w([123])$", lambda e: f"experts.0.{_EXPERT_W[e[1]]}", rest)
+    rest = re.sub(r"^shared_expert\.", "shared_experts.", rest)
+    block = "mlp" if block == "block_sparse_moe" else block
+    # other blocks (Nemotron-H's mixer) are matched by the module's own name
+    return f"model.layers.0.{block}.{rest}" if block in ("self_attn", "linear_attn", "mlp") else rest
