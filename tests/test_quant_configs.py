@@ -57,3 +57,36 @@ def test_mxfp8_flag(spec, bits):
     from decodescope.model.formats import parse_format
     f = parse_format(spec)
     assert f.bits == bits and f.compute == "fp8"
+
+
+def weights_bytes_as(name: str, weights: str) -> float:
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / name), "--gpu", "b200", "--json",
+                        "--weights", weights], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["memory"]["weights_bytes"]
+
+
+# DeepSeek-V4-Flash routed experts: 43 layers (the MTP layer is held only with --spec mtp), 256 experts
+# of gate_up 4096 x 4096 + down 4096 x 2048 = 25,165,824 weights: 43 * 256 * 25,165,824 = 277,025,390,592
+V4_FLASH_EXPERTS = 43 * 256 * (4096 * 4096 + 4096 * 2048)
+
+
+@pytest.mark.parametrize("name, expert_bits", [
+    # deepseek-ai/DeepSeek-V4-Flash: quant_method fp8 (128x128 blocks) + expert_dtype fp4 beside it:
+    # e2m1 + one ue8m0 scale per 32 = 4.25 bits (DeepSeek's inference/model.py float4_e2m1fn_x2 experts)
+    ("deepseek-ai__DeepSeek-V4-Flash.json", 4.25),
+    # nvidia/DeepSeek-V4-Flash-NVFP4: the same, moe_quant_algo NVFP4: e2m1 + e4m3 scale per 16 = 4.5 bits
+    ("nvidia__DeepSeek-V4-Flash-NVFP4.json", 4.5),
+])
+def test_deepseek_v4_fp4_experts_beside_fp8(name, expert_bits):
+    # the rest of the model is the same FP8 as --weights fp8; only the experts shrink from 8 bits:
+    # 277,025,390,592 * (8 - 4.25) / 8 = 129,855,651,840 bytes (MXFP4), * 3.5 / 8 = 121,198,608,384 (NVFP4)
+    saved = V4_FLASH_EXPERTS * (8 - expert_bits) / 8
+    assert saved in (129_855_651_840, 121_198_608_384)
+    assert weights_bytes_as(name, "fp8") - weights_bytes(name) == saved
+    a = load_arch(str(CONFIGS / name))
+    f = config_format(a)
+    t = {x.name: x for x in a.layers[5].tensors()}
+    assert f.tensor_format(t["experts.down_proj"]) == (expert_bits, "nvfp4" if expert_bits == 4.5 else "mxfp4", "fp4")
+    assert f.tensor_format(t["shared_expert.down_proj"]) == (8, "fp8", "fp8")
+    assert f.tensor_format(t["wq_a"]) == (8, "fp8", "fp8")

@@ -80,6 +80,10 @@ def build_arch(raw: RawConfig) -> Arch:
     if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
         raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
                                "fix quantization_config")
+    if isinstance(quant, dict) and f.get("expert_dtype", default=None) == "fp4":
+        # DeepSeek-V4 names its routed experts' FP4 beside quantization_config, not in it
+        # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
+        quant = {**quant, "expert_dtype": "fp4"}
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant,

@@ -202,7 +202,8 @@ def config_format(arch: Arch) -> WeightFormat:
     if method in ("fp8", "mxfp4", "mxfp8"):
         # transformers writes modules_to_not_convert, vLLM's Fp8Config reads ignored_layers
         ignore = _patterns(q, "modules_to_not_convert", arch) + _patterns(q, "ignored_layers", arch)
-        return replace(parse_format(method, arch), ignore=ignore)
+        f = replace(parse_format(method, arch), ignore=ignore)
+        return _fp4_experts(f, q) if q.get("expert_dtype") == "fp4" else f
     if method in ("gptq", "awq", "auto-round", "gptq_marlin", "awq_marlin"):
         return _intn(q, method, arch)
     if method == "bitsandbytes":
@@ -213,6 +214,18 @@ def config_format(arch: Arch) -> WeightFormat:
         return _modelopt(q, arch)
     raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
                            f"pass the format with --weights ({' '.join(NAMES)})")
+
+
+def _fp4_experts(f: WeightFormat, q: dict) -> WeightFormat:
+    """DeepSeek-V4 (expert_dtype fp4): routed experts FP4, every other linear block FP8.
+    DeepSeek's own checkpoint stores e2m1 with one ue8m0 scale per 32 (MXFP4, 4.25 bits; its
+    inference/model.py, vLLM's Mxfp4 MoE method); NVIDIA's moe_quant_algo NVFP4 re-quantization
+    stores e2m1 with an e4m3 scale per 16 (4.5 bits)."""
+    nv = q.get("moe_quant_algo") == "NVFP4"
+    experts = TensorFormat(4.5, "nvfp4", "fp4") if nv else TensorFormat(4.25, "mxfp4", "fp4")
+    return replace(f, name=f"fp8 + {experts.kernel} experts (config)", kernel="fp8",
+                   per_tensor=((r"re:.*\.mlp\.experts\.", experts), ("re:.*", f.base)),
+                   source=f"{f.source}; routed experts {'NVFP4' if nv else 'MXFP4'} (expert_dtype fp4)")
 
 
 def _patterns(q: dict, key: str, arch: Arch) -> tuple[str, ...]:
