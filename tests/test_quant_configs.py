@@ -90,3 +90,22 @@ def test_deepseek_v4_fp4_experts_beside_fp8(name, expert_bits):
     assert f.tensor_format(t["experts.down_proj"]) == (expert_bits, "nvfp4" if expert_bits == 4.5 else "mxfp4", "fp4")
     assert f.tensor_format(t["shared_expert.down_proj"]) == (8, "fp8", "fp8")
     assert f.tensor_format(t["wq_a"]) == (8, "fp8", "fp8")
+
+
+def test_glm51_nvfp4_whole_layer_exclusions_stay_in_their_layers():
+    # nvidia/GLM-5.1-NVFP4 ignore: "model.layers.0*", "model.layers.1.*", "model.layers.2.*" (the three
+    # dense layers, whole) and "model.layers.N.self_attn*", "model.layers.N.mlp.shared_experts*" for
+    # N = 3..77: only the routed experts are NVFP4 (4.5 bits = 0.5625 bytes), all else bf16.
+    # (Matched without their layer, "model.layers.0*" would leave every tensor bf16: 1,488 GB.)
+    experts = 75 * 256 * (4096 * 6144 + 6144 * 2048)  # 724,775,731,200
+    attn = 78 * (2048 * 6144 + 16384 * 2048 + 576 * 6144 + 28672 * 512 + 6144 * 16384  # MLA
+                 + 4096 * 2048 + 128 * 6144)  # indexer wq_b, wk: 13,587,185,664
+    dense = 3 * 3 * 12288 * 6144  # 679,477,248
+    shared = 75 * (4096 * 6144 + 6144 * 2048)  # 2,831,155,200
+    routers = 75 * 256 * 6144  # 117,964,800
+    embed_head = 2 * 154880 * 6144  # 1,903,165,440
+    # input/q_a/kv_a/indexer.k/post norms, indexer.weights_proj (32 x 6144), router bias, final norm
+    small = 78 * (6144 + 2048 + 512 + 256 + 32 * 6144 + 6144) + 75 * 256 + 6144  # 16,538,880
+    expected = experts * 0.5625 + (attn + dense + shared + routers + embed_head + small) * 2
+    assert expected == 445_957_323_264
+    assert weights_bytes("nvidia__GLM-5.1-NVFP4.json") == expected

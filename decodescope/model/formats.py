@@ -36,6 +36,7 @@ class WeightFormat:
     source: str = ""
 
     def __post_init__(self):  # the tensor_format cache hashes the format per tensor per estimate
+        object.__setattr__(self, "_names", frozenset(p[1:] for p in self.ignore if p.startswith("=")))
         object.__setattr__(self, "_hash", hash((self.name, self.bits, self.head_bits, self.compute, self.scope,
                                                 self.per_tensor, self.ignore, self.mtp_bits, self.kernel,
                                                 self.source)))
@@ -57,7 +58,7 @@ class WeightFormat:
         if t.name == "lm_head":
             return self.base._replace(bits=self.head_bits) if self.head_bits != 16 else BF16
         names = module_names(t)
-        if any(_matches(n, pat) for n in names for pat in self.ignore):
+        if t.name in self._names or any(_matches(n, pat) for n in names for pat in self.ignore):
             return BF16
         if self.per_tensor:
             return next((f for pat, f in self.per_tensor if any(_matches(n, pat) for n in names)), BF16)
@@ -108,7 +109,9 @@ def module_names(t: Tensor) -> tuple[str, ...]:
 
 def _matches(name: str, pattern: str) -> bool:
     """compressed-tensors ("re:REGEX", a module name or suffix), modelopt (glob) and
-    per-module-key patterns; layer numbers match any layer."""
+    per-module-key patterns; layer numbers match any layer ("=NAME" names a tensor, see _by_layer)."""
+    if pattern.startswith("="):
+        return False
     if pattern.startswith("re:"):
         try:
             return re.match(pattern[3:], name) is not None
@@ -233,7 +236,37 @@ def _patterns(q: dict, key: str, arch: Arch) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise DecodescopeError(f"{arch.source}: quantization_config {key} is not a list of module names",
                                "fix the config, or pass the format with --weights")
-    return tuple(v)
+    return _by_layer(tuple(v), arch)
+
+
+_LAYER_N = re.compile(r"layers\.(\d+)(?=\.|\*|$)")
+
+
+def _by_layer(patterns: tuple[str, ...], arch: Arch) -> tuple[str, ...]:
+    """Exclusion patterns that name one layer ("model.layers.0*", "model.layers.5.self_attn*")
+    apply to that layer only, as engines match them against each module's full name (vLLM's
+    is_layer_skipped, fnmatch per prefix); the format is one per tensor name, so a tensor stays
+    16-bit ("=NAME") when most layers holding it exclude it. nvidia/GLM-5.1-NVFP4 excludes whole
+    layers 0-2 (its dense MLPs) and self_attn / shared_experts in every other layer."""
+    plain = tuple(p for p in patterns if p.startswith("re:") or not _LAYER_N.search(p))
+    named = {}
+    for p in patterns:
+        if p not in plain:
+            named.setdefault(int(_LAYER_N.search(p)[1]), []).append(_LAYER_N.sub("layers.0", p))
+    if not named:
+        return patterns
+    held, out, seen = {}, {}, {}
+    for i, layer in enumerate(arch.layers):
+        pats = tuple(named.get(i, ()))
+        for t in layer.tensors():
+            if t.linear:
+                held[t.name] = held.get(t.name, 0) + 1
+                if (t, pats) not in seen:  # most layers repeat one pattern set: match it once
+                    seen[t, pats] = any(_matches(n, p) for n in module_names(t) for p in pats)
+                out[t.name] = out.get(t.name, 0) + seen[t, pats]
+    # layers past the decoder (DeepSeek's MTP layer 61) stay named: they mark the MTP layers out
+    past = tuple(p for p in patterns if p not in plain and int(_LAYER_N.search(p)[1]) >= len(arch.layers))
+    return plain + past + tuple(f"={n}" for n, c in out.items() if 2 * c > held[n])
 
 
 def _int_field(q: dict, key: str, default, lo: int, hi: int, arch: Arch) -> int:
