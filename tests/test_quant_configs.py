@@ -109,3 +109,21 @@ def test_glm51_nvfp4_whole_layer_exclusions_stay_in_their_layers():
     expected = experts * 0.5625 + (attn + dense + shared + routers + embed_head + small) * 2
     assert expected == 445_957_323_264
     assert weights_bytes("nvidia__GLM-5.1-NVFP4.json") == expected
+
+
+def test_kimi_k3_mxfp4_pack_quantized_experts_and_bf16_kda():
+    # moonshotai/Kimi-K3, compressed-tensors "mxfp4-pack-quantized": float 4-bit weights, group_size 32,
+    # uint8 (e8m0) scales = MXFP4, 4 + 8/32 = 4.25 bits (not NVFP4's 4.5); no input_activations: bf16 math.
+    # ignore re:.*self_attn.* (MLA and the Kimi Delta Attention projections and gates, all in self_attn),
+    # shared experts, the dense MLP and lm_head: only the 92 MoE layers' routed experts and latent
+    # projections are MXFP4. Against --weights bf16 they save 16 - 4.25 = 11.75 bits per weight:
+    experts = 92 * 896 * (6144 * 3584 + 3584 * 3072)  # 2,722,740,830,208
+    latent = 92 * (3584 * 7168 + 7168 * 3584)  # fc1/fc2_latent_proj: 4,726,980,608
+    saved = (experts + latent) * 11.75 / 8
+    assert saved == 4_005_968_347_136
+    assert weights_bytes_as("moonshotai__Kimi-K3.json", "bf16") - weights_bytes("moonshotai__Kimi-K3.json") == saved
+    a = load_arch(str(CONFIGS / "moonshotai__Kimi-K3.json"))
+    f = config_format(a)
+    t = {x.name: x for x in a.layers[1].tensors()}  # a KDA layer
+    assert f.tensor_format(t["experts.down_proj"]) == (4.25, "mxfp4", "bf16")
+    assert f.tensor_bits(t["f_proj"]) == f.tensor_bits(t["q_proj"]) == 16

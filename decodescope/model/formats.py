@@ -80,7 +80,10 @@ class WeightFormat:
 
 
 _ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
-         "index_q_proj", "index_k_proj")  # MiniMax-M3 keeps its sparse-attention indexer in self_attn
+         "index_q_proj", "index_k_proj",  # MiniMax-M3 keeps its sparse-attention indexer in self_attn
+         # Kimi Delta Attention's gates live in self_attn too (vLLM kimi_linear.py: prefix "...self_attn"),
+         # as does Step's head-wise g_proj
+         "f_proj", "g_proj", "f_a_proj", "f_b_proj", "g_a_proj", "g_b_proj", "b_proj")
 
 
 def _is_mlp(t: Tensor) -> bool:
@@ -320,10 +323,13 @@ def _ct_group(spec: dict, arch: Arch) -> TensorFormat:
                                "pass the format with --weights")
     bits = _int_field(w, "num_bits", 8, 2, 16, arch)
     kind, act_bits = w.get("type", "int"), a.get("num_bits")
-    if kind == "float" and bits == 4:  # NVFP4: e2m1 + e4m3 scale per 16; W4A4 runs FP4 math
-        return TensorFormat(4.5, "nvfp4", "fp4" if act_bits == 4 else "bf16")
-    if kind == "float" and bits == 8:  # FP8, per-channel / block scales; W8A8 runs FP8 math
-        return TensorFormat(8.0, "fp8", "fp8" if act_bits == 8 else "bf16")
+    # MX formats (group_size 32, e8m0 scales: "mxfp4-pack-quantized") add 8/32 bit, NVFP4 (e4m3
+    # per 16) 8/16 bit, FP8 per-channel / 128x128-block scales < 0.01 bit; W4A4 / W8A8 run FP4 / FP8 math
+    mx = w.get("group_size") == 32
+    if kind == "float" and bits == 4:
+        return TensorFormat(4.25 if mx else 4.5, "mxfp4" if mx else "nvfp4", "fp4" if act_bits == 4 else "bf16")
+    if kind == "float" and bits == 8:
+        return TensorFormat(8.25 if mx else 8.0, "mxfp8" if mx else "fp8", "fp8" if act_bits == 8 else "bf16")
     group = _int_field(w, "group_size", -1, 1, 1 << 16, arch) if w.get("strategy") == "group" else -1
     b = int_bits(bits, group if group else -1, w.get("symmetric") is False)
     return TensorFormat(b, "int8" if bits == 8 else "int4", "int8" if bits == 8 and act_bits == 8 else "bf16")
