@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from decodescope.arch import load_arch
-from decodescope.model.formats import config_format
+from decodescope.model.quant_config import config_format
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -127,3 +127,62 @@ def test_kimi_k3_mxfp4_pack_quantized_experts_and_bf16_kda():
     t = {x.name: x for x in a.layers[1].tensors()}  # a KDA layer
     assert f.tensor_format(t["experts.down_proj"]) == (4.25, "mxfp4", "bf16")
     assert f.tensor_bits(t["f_proj"]) == f.tensor_bits(t["q_proj"]) == 16
+
+
+def _dense_arch(tmp_path, quant):
+    cfg = {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 4,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "torch_dtype": "bfloat16", "quantization_config": quant}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return load_arch(str(p))
+
+
+def _bits(tmp_path, quant):
+    a = _dense_arch(tmp_path, quant)
+    f = config_format(a)
+    return {t.name: f.tensor_bits(t) for t in a.layers[0].tensors() if t.linear}
+
+
+def test_awq_modules_to_not_convert_match_as_substrings(tmp_path):
+    # vLLM / SGLang awq.py is_layer_skipped_awq: any(module_name in prefix): "mlp.gate" (meant for MoE
+    # routers) also leaves "model.layers.N.mlp.gate_proj" unquantized; AWQ 4-bit g128 = 4 + (16 + 4)/128
+    bits = _bits(tmp_path, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                            "version": "gemm", "modules_to_not_convert": ["mlp.gate"]})
+    assert bits["gate_proj"] == 16 and bits["up_proj"] == bits["down_proj"] == bits["q_proj"] == 4.15625
+
+
+def test_bitsandbytes_skip_modules_match_components_and_leading_paths(tmp_path):
+    # vLLM bitsandbytes.py is_layer_skipped_bnb: an entry equal to one dotted component ("self_attn")
+    # or a leading path ("model.layers.0.mlp", Unsloth's dynamic 4-bit form); not a substring ("mlp.gate")
+    nf4 = 4 + 32 / 64  # absmax fp32 per 64
+    q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+         "llm_int8_skip_modules": ["lm_head", "self_attn", "mlp.gate"]}
+    bits = _bits(tmp_path, q)
+    assert bits["q_proj"] == bits["o_proj"] == 16 and bits["gate_proj"] == bits["down_proj"] == nf4
+
+
+def test_bitsandbytes_skipping_one_layer_leaves_the_others_quantized(tmp_path):
+    # "model.layers.0.mlp" names layer 0 of 4: the format (one per tensor name) follows the other 3
+    q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": ["model.layers.0.mlp"]}
+    assert _bits(tmp_path, q)["down_proj"] == 4.5
+    q["llm_int8_skip_modules"] = ["model.layers.0.mlp", "model.layers.1.mlp", "model.layers.2.mlp"]
+    assert _bits(tmp_path, q)["down_proj"] == 16  # 3 of 4 layers keep their MLP in bf16
+
+
+def test_gptq_dynamic_negative_rules_skip_modules(tmp_path):
+    # GPTQModel "dynamic": "-:REGEX" keeps matching modules unquantized (vLLM gptq_utils
+    # get_dynamic_override: re.match on the full module name); GPTQ 4-bit g128 sym = 4 + 16/128
+    q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True,
+         "dynamic": {r"-:.*\.self_attn\..*": {}, r"-:model\.layers\.[0-2]\.mlp\..*": {}}}
+    bits = _bits(tmp_path, q)
+    assert bits["q_proj"] == 16 and bits["down_proj"] == 16  # the MLP of 3 of 4 layers is skipped
+    q["dynamic"] = {r"-:model\.layers\.0\.mlp\..*": {}}
+    assert _bits(tmp_path, q)["down_proj"] == 4.125
+
+
+def test_gptq_dynamic_bit_overrides_are_one_clear_error(tmp_path):
+    from decodescope.errors import DecodescopeError
+    q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {r"+:.*down_proj": {"bits": 8}}}
+    with pytest.raises(DecodescopeError, match="dynamic"):
+        _bits(tmp_path, q)

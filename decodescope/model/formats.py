@@ -3,7 +3,7 @@ and which tensors a format leaves in 16 bits."""
 
 import fnmatch
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -121,6 +121,11 @@ def _matches(name: str, pattern: str) -> bool:
         except re.error:
             return False
     pattern = re.sub(r"layers\.\d+\.", "layers.0.", pattern)
+    if pattern.startswith("sub:"):  # AWQ: any substring (vLLM / SGLang awq.py is_layer_skipped_awq)
+        return pattern[4:] in name
+    if pattern.startswith("part:"):  # bitsandbytes: one dotted component or a leading path
+        p = pattern[5:]  # (vLLM bitsandbytes.py is_layer_skipped_bnb)
+        return p in name.split(".") or name == p or name.startswith(p + ".")
     if "*" in pattern:  # a glob names a module or everything under it
         return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*")
     return name == pattern or name.endswith("." + pattern) or name.startswith(pattern + ".")
@@ -197,216 +202,3 @@ def _scope(name: str, arch: Arch | None) -> str:
     if name == "mxfp4" and arch and arch.is_moe:
         return "experts"
     return "mlp" if name == "nvfp4" and _has_mla(arch) else "all"
-
-
-def config_format(arch: Arch) -> WeightFormat:
-    """The weight format the checkpoint itself is stored in (its quantization_config)."""
-    q = arch.quantization
-    if not q:
-        return parse_format(arch.dtype, arch)
-    method = str(q.get("quant_method", "")).lower()
-    if method in ("fp8", "mxfp4", "mxfp8"):
-        # transformers writes modules_to_not_convert, vLLM's Fp8Config reads ignored_layers
-        ignore = _patterns(q, "modules_to_not_convert", arch) + _patterns(q, "ignored_layers", arch)
-        f = replace(parse_format(method, arch), ignore=ignore)
-        return _fp4_experts(f, q) if q.get("expert_dtype") == "fp4" else f
-    if method in ("gptq", "awq", "auto-round", "gptq_marlin", "awq_marlin"):
-        return _intn(q, method, arch)
-    if method == "bitsandbytes":
-        return _bitsandbytes(q, arch)
-    if method == "compressed-tensors":
-        return _compressed_tensors(q, arch)
-    if method == "modelopt":
-        return _modelopt(q, arch)
-    raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
-                           f"pass the format with --weights ({' '.join(NAMES)})")
-
-
-def _fp4_experts(f: WeightFormat, q: dict) -> WeightFormat:
-    """DeepSeek-V4 (expert_dtype fp4): routed experts FP4, every other linear block FP8.
-    DeepSeek's own checkpoint stores e2m1 with one ue8m0 scale per 32 (MXFP4, 4.25 bits; its
-    inference/model.py, vLLM's Mxfp4 MoE method); NVIDIA's moe_quant_algo NVFP4 re-quantization
-    stores e2m1 with an e4m3 scale per 16 (4.5 bits)."""
-    nv = q.get("moe_quant_algo") == "NVFP4"
-    experts = TensorFormat(4.5, "nvfp4", "fp4") if nv else TensorFormat(4.25, "mxfp4", "fp4")
-    return replace(f, name=f"fp8 + {experts.kernel} experts (config)", kernel="fp8",
-                   per_tensor=((r"re:.*\.mlp\.experts\.", experts), ("re:.*", f.base)),
-                   source=f"{f.source}; routed experts {'NVFP4' if nv else 'MXFP4'} (expert_dtype fp4)")
-
-
-def _patterns(q: dict, key: str, arch: Arch) -> tuple[str, ...]:
-    v = q.get(key) or []
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise DecodescopeError(f"{arch.source}: quantization_config {key} is not a list of module names",
-                               "fix the config, or pass the format with --weights")
-    return _by_layer(tuple(v), arch)
-
-
-_LAYER_N = re.compile(r"layers\.(\d+)(?=\.|\*|$)")
-
-
-def _by_layer(patterns: tuple[str, ...], arch: Arch) -> tuple[str, ...]:
-    """Exclusion patterns that name one layer ("model.layers.0*", "model.layers.5.self_attn*")
-    apply to that layer only, as engines match them against each module's full name (vLLM's
-    is_layer_skipped, fnmatch per prefix); the format is one per tensor name, so a tensor stays
-    16-bit ("=NAME") when most layers holding it exclude it. nvidia/GLM-5.1-NVFP4 excludes whole
-    layers 0-2 (its dense MLPs) and self_attn / shared_experts in every other layer."""
-    plain = tuple(p for p in patterns if p.startswith("re:") or not _LAYER_N.search(p))
-    named = {}
-    for p in patterns:
-        if p not in plain:
-            named.setdefault(int(_LAYER_N.search(p)[1]), []).append(_LAYER_N.sub("layers.0", p))
-    if not named:
-        return patterns
-    held, out, seen = {}, {}, {}
-    for i, layer in enumerate(arch.layers):
-        pats = tuple(named.get(i, ()))
-        for t in layer.tensors():
-            if t.linear:
-                held[t.name] = held.get(t.name, 0) + 1
-                if (t, pats) not in seen:  # most layers repeat one pattern set: match it once
-                    seen[t, pats] = any(_matches(n, p) for n in module_names(t) for p in pats)
-                out[t.name] = out.get(t.name, 0) + seen[t, pats]
-    # layers past the decoder (DeepSeek's MTP layer 61) stay named: they mark the MTP layers out
-    past = tuple(p for p in patterns if p not in plain and int(_LAYER_N.search(p)[1]) >= len(arch.layers))
-    return plain + past + tuple(f"={n}" for n, c in out.items() if 2 * c > held[n])
-
-
-def _int_field(q: dict, key: str, default, lo: int, hi: int, arch: Arch) -> int:
-    v = q.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or v == -1):
-        raise DecodescopeError(f"{arch.source}: quantization_config {key}={v!r} is not an integer from {lo} to {hi}",
-                               "fix the config, or pass the format with --weights")
-    return v
-
-
-def int_bits(bits: int, group: int, zero_points: bool) -> float:
-    """True bits per weight of an integer group format: the weights, one fp16 scale per group
-    and, if asymmetric, one `bits`-wide zero point per group (GPTQ/AWQ pack them as qzeros).
-    group -1: one scale per output channel, under 0.01 bit."""
-    return float(bits) if group == -1 else bits + (16 + (bits if zero_points else 0)) / group
-
-
-def _intn(q: dict, method: str, arch: Arch) -> WeightFormat:
-    bits = _int_field(q, "bits", 4, 2, 8, arch)
-    group = _int_field(q, "group_size", 128, 1, 1 << 16, arch)
-    # AWQ always stores zero points; GPTQ only when asymmetric (sym: false)
-    zeros = "awq" in method or q.get("zero_point") is True or q.get("sym") is False
-    b = int_bits(bits, group, zeros)
-    kernel = "int8" if bits == 8 else "int4"  # Marlin / Machete weight-only kernels, bf16 math
-    return WeightFormat(f"int{bits}-g{group}{'-zp' if zeros else ''} (config)", b, 16.0, "bf16", kernel=kernel,
-                        ignore=_patterns(q, "modules_to_not_convert", arch),
-                        source=f"{method}: {bits}-bit + fp16 scale{' + zero point' if zeros else ''} per {group}")
-
-
-def _bitsandbytes(q: dict, arch: Arch) -> WeightFormat:
-    ignore = _patterns(q, "llm_int8_skip_modules", arch)
-    if q.get("load_in_4bit"):
-        # bitsandbytes 4-bit: one absmax per 64 weights, fp32 (0.5 bit) or, double-quantised,
-        # int8 with one fp32 scale per 256 absmax (8/64 + 32/16384 bit)
-        scale = 8 / 64 + 32 / (64 * 256) if q.get("bnb_4bit_use_double_quant") else 32 / 64
-        kind = q.get("bnb_4bit_quant_type", "fp4")
-        return WeightFormat(f"bnb-{kind} (config)", 4 + scale, 16.0, "bf16", kernel="int4", ignore=ignore,
-                            source="bitsandbytes 4-bit: absmax per 64 (double quant: int8 absmax)")
-    if q.get("load_in_8bit"):  # LLM.int8(): int8 rows + one fp32 scale per row
-        return WeightFormat("bnb-int8 (config)", 8.0, 16.0, "bf16", kernel="int8", ignore=ignore,
-                            source="bitsandbytes LLM.int8(): int8 + per-row scale")
-    raise DecodescopeError(f"{arch.source}: bitsandbytes config loads neither 4-bit nor 8-bit",
-                           "pass the format with --weights")
-
-
-def _ct_group(spec: dict, arch: Arch) -> TensorFormat:
-    """compressed-tensors config group -> the format of the tensors it targets."""
-    w, a = spec.get("weights") or {}, spec.get("input_activations") or {}
-    if not isinstance(w, dict) or not isinstance(a, dict):
-        raise DecodescopeError(f"{arch.source}: a compressed-tensors config group is malformed",
-                               "pass the format with --weights")
-    bits = _int_field(w, "num_bits", 8, 2, 16, arch)
-    kind, act_bits = w.get("type", "int"), a.get("num_bits")
-    # MX formats (group_size 32, e8m0 scales: "mxfp4-pack-quantized") add 8/32 bit, NVFP4 (e4m3
-    # per 16) 8/16 bit, FP8 per-channel / 128x128-block scales < 0.01 bit; W4A4 / W8A8 run FP4 / FP8 math
-    mx = w.get("group_size") == 32
-    if kind == "float" and bits == 4:
-        return TensorFormat(4.25 if mx else 4.5, "mxfp4" if mx else "nvfp4", "fp4" if act_bits == 4 else "bf16")
-    if kind == "float" and bits == 8:
-        return TensorFormat(8.25 if mx else 8.0, "mxfp8" if mx else "fp8", "fp8" if act_bits == 8 else "bf16")
-    group = _int_field(w, "group_size", -1, 1, 1 << 16, arch) if w.get("strategy") == "group" else -1
-    b = int_bits(bits, group if group else -1, w.get("symmetric") is False)
-    return TensorFormat(b, "int8" if bits == 8 else "int4", "int8" if bits == 8 and act_bits == 8 else "bf16")
-
-
-def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
-    groups = q.get("config_groups")
-    if not isinstance(groups, dict) or not groups:
-        raise DecodescopeError(f"{arch.source}: compressed-tensors config without config_groups",
-                               "pass the format with --weights")
-    per = []
-    for spec in groups.values():
-        f = _ct_group(spec if isinstance(spec, dict) else {}, arch)
-        targets = spec.get("targets") or ["Linear"]
-        # "Linear" targets every linear layer; other targets are module names or re: patterns
-        per += [(".*" if t == "Linear" else t, f) for t in targets if isinstance(t, str)]
-    per = [("re:.*" if p == ".*" else p, f) for p, f in per]
-    top = per[0][1]
-    head = top.bits if any(p == "lm_head" for p, _ in per) else 16.0
-    return WeightFormat(f"compressed-tensors {top.kernel} (config)", top.bits, head, top.compute,
-                        per_tensor=tuple(per), ignore=_patterns(q, "ignore", arch), kernel=top.kernel,
-                        source="compressed-tensors config_groups / targets / ignore")
-
-
-_ALGO = {"FP8": TensorFormat(8.0, "fp8", "fp8"), "NVFP4": TensorFormat(4.5, "nvfp4", "fp4"),
-         "MXFP8": TensorFormat(8.25, "mxfp8", "fp8"),
-         "W4A16_NVFP4": TensorFormat(4.5, "nvfp4", "bf16"), "W4A8_NVFP4_FP8": TensorFormat(4.5, "nvfp4", "fp8")}
-
-
-def _modelopt(q: dict, arch: Arch) -> WeightFormat:
-    algo = q.get("quant_algo")
-    ignore = _patterns(q, "ignore", arch) + _patterns(q, "exclude_modules", arch)
-    # MTP layers: "mtp*" (Qwen) or the layer after the last decoder layer (DeepSeek's layer 61)
-    mtp_out = any(p.startswith(("mtp", f"model.layers.{len(arch.layers)}")) for p in ignore)
-    if algo in _ALGO:
-        f = _ALGO[algo]
-        return WeightFormat(f"{f.kernel} (config)", f.bits, 16.0, f.compute, kernel=f.kernel, ignore=ignore,
-                            mtp_bits=16.0 if mtp_out else None, source=f"modelopt {algo}, exclusion list applied")
-    layers = q.get("quantized_layers")
-    if algo != "MIXED_PRECISION" or not isinstance(layers, dict) or not layers:
-        raise DecodescopeError(f"{arch.source}: modelopt quant_algo={algo!r} is not understood",
-                               "pass the format with --weights")
-    votes, head = {}, BF16
-    for module, spec in layers.items():
-        f = _ALGO.get(spec.get("quant_algo") if isinstance(spec, dict) else None)
-        if f is None:
-            raise DecodescopeError(f"{arch.source}: quant_algo of {module} is not understood",
-                                   "pass the format with --weights")
-        if module == "lm_head":
-            head = f
-            continue
-        fs = votes.setdefault(_NUMBERS.sub(".0.", module), {})  # cheap: 21,888 entries in MiniMax-M3
-        fs[f] = fs.get(f, 0) + 1
-    # one entry per module of a layer (not per layer: MiniMax-M3 lists 21,888), the format
-    # most layers give it; the most specific (longest) name is tried first
-    per = {_layer_key(k): max(fs, key=fs.get) for k, fs in votes.items()}
-    top = max(per.values(), key=lambda f: f.bits)
-    return WeightFormat("mixed (config)", top.bits, head.bits, top.compute, kernel=top.kernel,
-                        per_tensor=tuple(sorted(per.items(), key=lambda kv: (-len(kv[0]), kv[0]))),
-                        mtp_bits=16.0 if mtp_out else None,
-                        source="modelopt MIXED_PRECISION quantized_layers: FP8 = 8, MXFP8 = 8.25, NVFP4 = 4.5 bits")
-
-
-_NUMBERS = re.compile(r"\.\d+\.")
-_EXPERT_W = {"1": "gate_proj", "2": "down_proj", "3": "up_proj"}  # Mixtral-style w1/w2/w3
-
-
-def _layer_key(module: str) -> str:
-    """A quantized_layers module name as the pattern of the tensor in every layer:
-    "language_model.model.layers.3.block_sparse_moe.experts.7.w1" ->
-    "model.layers.0.mlp.experts.0.gate_proj" (module_names' spelling)."""
-    m = re.match(r"^.*?layers\.\d+\.(\w+)\.(.*)$", module)
-    if not m:
-        return module
-    block, rest = m.groups()
-    rest = re.sub(r"^experts\.\d+\.w([123])$", lambda e: f"experts.0.{_EXPERT_W[e[1]]}", rest)
-    rest = re.sub(r"^shared_expert\.", "shared_experts.", rest)
-    block = "mlp" if block == "block_sparse_moe" else block
-    # other blocks (Nemotron-H's mixer) are matched by the module's own name
-    return f"model.layers.0.{block}.{rest}" if block in ("self_attn", "linear_attn", "mlp") else rest
