@@ -82,7 +82,7 @@ def _by_layer(patterns: tuple[str, ...], arch: Arch) -> tuple[str, ...]:
                     _matches(n.replace("layers.0.", f"layers.{i}."), p) for n in module_names(t)[:2] for p in regex)
                 out[t.name] = out.get(t.name, 0) + hit
     # layers past the decoder (DeepSeek's MTP layer 61) stay named: they mark the MTP layers out
-    past = tuple(p for p in patterns if p not in plain and int(_LAYER_N.search(p)[1]) >= len(arch.layers))
+    past = tuple(p for p in patterns if p not in plain + regex and int(_LAYER_N.search(p)[1]) >= len(arch.layers))
     return plain + past + tuple(f"={n}" for n, c in out.items() if 2 * c > held[n])
 
 
