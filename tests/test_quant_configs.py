@@ -186,3 +186,52 @@ def test_gptq_dynamic_bit_overrides_are_one_clear_error(tmp_path):
     q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {r"+:.*down_proj": {"bits": 8}}}
     with pytest.raises(DecodescopeError, match="dynamic"):
         _bits(tmp_path, q)
+
+
+def test_fbgemm_fp8_keeps_its_modules_to_not_convert_in_bf16(tmp_path):
+    # Meta-Llama-3.1-405B-Instruct-FP8 style: fbgemm_fp8, e4m3 weights + one fp32 scale per row
+    # (32 / 1024 bits here, modelled as 8), attention and layer 0's MLP named in modules_to_not_convert
+    q = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+         "modules_to_not_convert": [f"model.layers.{i}.self_attn.{x}_proj" for i in range(4) for x in "qkvo"]
+         + ["model.layers.0.mlp.down_proj", "lm_head"]}
+    a = _dense_arch(tmp_path, q)
+    f = config_format(a)
+    t = {x.name: x for x in a.layers[2].tensors()}
+    assert f.tensor_bits(t["q_proj"]) == 16 and f.tensor_format(t["down_proj"]) == (8, "fp8", "fp8")
+
+
+_MX = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0", "is_dynamic": False}
+
+
+@pytest.mark.parametrize("weight, acts, fmt", [
+    # MXFP4 W4A4 (amd/*-MXFP4): e2m1 + e8m0 per 32 = 4.25 bits, FP4 math
+    (_MX, dict(_MX, is_dynamic=True), (4.25, "mxfp4", "fp4")),
+    # FP8 per-channel weights, FP8 per-tensor dynamic activations: 8 bits, FP8 math
+    ({"dtype": "fp8_e4m3", "qscheme": "per_channel"}, {"dtype": "fp8_e4m3", "qscheme": "per_tensor"}, (8, "fp8", "fp8")),
+    # INT4 per-group 128 unsigned (AWQ-like): 4 + (16 + 4) / 128 = 4.15625, weight-only
+    ({"dtype": "uint4", "qscheme": "per_group", "group_size": 128}, None, (4.15625, "int4", "bf16")),
+    # staged recipe [FP8 per tensor, INT4 per channel]: the checkpoint stores INT4 per channel = 4 bits
+    ([{"dtype": "fp8_e4m3", "qscheme": "per_tensor"}, {"dtype": "int4", "qscheme": "per_channel"}],
+     {"dtype": "fp8_e4m3"}, (4, "int4", "bf16")),
+])
+def test_quark_weight_specs(tmp_path, weight, acts, fmt):
+    q = {"quant_method": "quark", "global_quant_config": {"weight": weight, "input_tensors": acts},
+         "layer_quant_config": {}, "exclude": ["lm_head", "re:.*self_attn.*"]}
+    a = _dense_arch(tmp_path, q)
+    f = config_format(a)
+    t = {x.name: x for x in a.layers[0].tensors()}
+    assert f.tensor_format(t["down_proj"]) == fmt
+    assert f.tensor_bits(t["q_proj"]) == 16 and f.tensor_bits(a.lm_head) == 16
+
+
+def test_quark_layer_config_by_glob_and_unknown_dtype(tmp_path):
+    from decodescope.errors import DecodescopeError
+    q = {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp8_e4m3"}},
+         "layer_quant_config": {"*mlp.down_proj": {"weight": _MX}}, "exclude": []}
+    a = _dense_arch(tmp_path, q)
+    f = config_format(a)
+    t = {x.name: x for x in a.layers[0].tensors()}
+    assert f.tensor_bits(t["down_proj"]) == 4.25 and f.tensor_bits(t["up_proj"]) == 8
+    q["global_quant_config"]["weight"] = {"dtype": "fp3"}
+    with pytest.raises(DecodescopeError, match="Quark weight dtype 'fp3'"):
+        config_format(_dense_arch(tmp_path, q))

@@ -28,6 +28,11 @@ def config_format(arch: Arch) -> WeightFormat:
         return _compressed_tensors(q, arch)
     if method == "modelopt":
         return _modelopt(q, arch)
+    if method == "fbgemm_fp8":  # Meta's FP8 (Llama 3.1 405B): e4m3 + one fp32 scale per row, FP8 math
+        return replace(parse_format("fp8", arch), name="fbgemm_fp8 (config)", kernel="fp8",
+                       ignore=_patterns(q, "modules_to_not_convert", arch), source="fbgemm_fp8: e4m3 + scale per row")
+    if method == "quark":
+        return _quark(q, arch)
     raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
                            f"pass the format with --weights ({' '.join(NAMES)})")
 
@@ -236,3 +241,43 @@ def _layer_key(module: str) -> str:
     block = "mlp" if block == "block_sparse_moe" else block
     # other blocks (Nemotron-H's mixer) are matched by the module's own name
     return f"model.layers.0.{block}.{rest}" if block in ("self_attn", "linear_attn", "mlp") else rest
+
+
+# AMD Quark element dtypes -> (bits, kernel family, dtype its matmul runs in when activations match)
+_QUARK = {"fp8_e4m3": (8, "fp8"), "fp8_e5m2": (8, "fp8"), "fp4": (4, "mxfp4"), "fp6_e3m2": (6, "mxfp6"),
+          "fp6_e2m3": (6, "mxfp6"), "int8": (8, "int8"), "uint8": (8, "int8"), "int4": (4, "int4"), "uint4": (4, "int4")}
+
+
+def _quark_spec(spec, arch: Arch) -> TensorFormat:
+    """One Quark layer config {weight, input_tensors} -> its tensors' format. A list of weight specs
+    is a staged recipe (FP8 then INT4); the last stage is what the checkpoint stores."""
+    w, a = spec.get("weight"), spec.get("input_tensors") or {}
+    w = w[-1] if isinstance(w, list) and w else w
+    if not isinstance(w, dict) or w.get("dtype") not in _QUARK or not isinstance(a, dict):
+        raise DecodescopeError(f"{arch.source}: Quark weight dtype {w.get('dtype') if isinstance(w, dict) else w!r} "
+                               "is not understood", f"pass the format with --weights ({' '.join(NAMES)})")
+    bits, kernel = _QUARK[w["dtype"]]
+    group = w.get("group_size") if w.get("qscheme") == "per_group" else -1
+    if kernel.startswith("mx") or kernel == "fp8" and group == 32:  # OCP MX: one e8m0 scale per 32
+        bits, kernel = bits + 8 / 32, "mxfp8" if kernel == "fp8" else kernel
+    elif kernel in ("int4", "int8"):  # fp16 scale per group (+ a zero point when unsigned / asymmetric)
+        bits = int_bits(bits, group or -1, w["dtype"].startswith("u") or w.get("symmetric") is False)
+    act = _QUARK.get(a.get("dtype"), (16, ""))[1]  # FP8 x FP8, MXFP4 x MXFP4, INT8 x INT8 run low-precision math
+    compute = {("fp8", "fp8"): "fp8", ("mxfp8", "fp8"): "fp8", ("mxfp4", "mxfp4"): "fp4",
+               ("int8", "int8"): "int8"}.get((kernel, act), "bf16")
+    return TensorFormat(float(bits), kernel, compute)
+
+
+def _quark(q: dict, arch: Arch) -> WeightFormat:
+    """AMD Quark: global_quant_config for every linear layer, layer_quant_config by module-name
+    glob (vLLM quark.py _find_matched_config: fnmatch), exclude by name or "re:" (should_ignore_layer)."""
+    glob, layers = q.get("global_quant_config") or {}, q.get("layer_quant_config") or {}
+    if not isinstance(glob, dict) or not isinstance(layers, dict):
+        raise DecodescopeError(f"{arch.source}: Quark global_quant_config / layer_quant_config is malformed",
+                               "pass the format with --weights")
+    per = [(pat, _quark_spec(spec, arch)) for pat, spec in layers.items() if isinstance(spec, dict)]
+    base = _quark_spec(glob, arch) if glob.get("weight") else BF16
+    per += [("re:.*", base)]
+    return WeightFormat(f"quark {base.kernel} (config)", base.bits, 16.0, base.compute, kernel=base.kernel,
+                        per_tensor=tuple(per), ignore=_patterns(q, "exclude", arch),
+                        source="AMD Quark global / layer_quant_config / exclude")
