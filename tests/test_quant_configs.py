@@ -235,3 +235,18 @@ def test_quark_layer_config_by_glob_and_unknown_dtype(tmp_path):
     q["global_quant_config"]["weight"] = {"dtype": "fp3"}
     with pytest.raises(DecodescopeError, match="Quark weight dtype 'fp3'"):
         config_format(_dense_arch(tmp_path, q))
+
+
+def test_older_modelopt_export_without_quant_method():
+    # Qwen3-32B-FP8-Static-PerTensor (ModelOpt 0.31): quant_algo FP8, ignore [lm_head], no quant_method,
+    # kv_cache_scheme "FP8" as a string. Per layer q 8192x5120, k and v 1024x5120, o 5120x8192,
+    # gate/up/down 3 x 25600x5120 = 487,587,840 weights at 1 byte, x 64 layers = 31,205,621,760;
+    # embedding + lm_head 2 x 151936 x 5120 bf16 = 3,111,649,280 bytes; norms (2 x 5120 + 2 x 128) x 64 + 5120
+    # = 676,864 x 2 bytes
+    expected = 64 * (8192 * 5120 + 2 * 1024 * 5120 + 5120 * 8192 + 3 * 25600 * 5120) \
+        + 2 * 151936 * 5120 * 2 + ((2 * 5120 + 2 * 128) * 64 + 5120) * 2
+    assert expected == 34_318_624_768
+    assert weights_bytes("Qwen__Qwen3-32B-FP8-Static-PerTensor.json") == expected
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / "Qwen__Qwen3-32B-FP8-Static-PerTensor.json"),
+                        "--gpu", "h100-sxm"], capture_output=True, text=True)
+    assert "weights fp8 (config), KV fp8" in r.stdout  # the FP8 KV cache the checkpoint was calibrated for
