@@ -250,3 +250,25 @@ def test_older_modelopt_export_without_quant_method():
     r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / "Qwen__Qwen3-32B-FP8-Static-PerTensor.json"),
                         "--gpu", "h100-sxm"], capture_output=True, text=True)
     assert "weights fp8 (config), KV fp8" in r.stdout  # the FP8 KV cache the checkpoint was calibrated for
+
+
+def test_kimi_k25_int4_pack_quantized_routed_experts():
+    # moonshotai/Kimi-K2.5, compressed-tensors pack-quantized: int4, symmetric, one fp16 scale per 32
+    # = 4 + 16/32 = 4.5 bits; ignore self_attn, shared experts, the dense MLP and lm_head (bf16).
+    # Routed experts: 60 MoE layers x 384 experts x (4096 x 7168 + 7168 x 2048) = 1,014,686,023,680,
+    # each 16 - 4.5 = 11.5 bits smaller than in bf16
+    saved = 60 * 384 * (4096 * 7168 + 7168 * 2048) * 11.5 / 8
+    assert saved == 1_458_611_159_040
+    assert weights_bytes_as("moonshotai__Kimi-K2.5.json", "bf16") - weights_bytes("moonshotai__Kimi-K2.5.json") == saved
+
+
+def test_structured_sparse_compressed_tensors_is_one_clear_error(tmp_path):
+    from decodescope.errors import DecodescopeError
+    q = {"quant_method": "compressed-tensors", "format": "int-quantized",
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int"},
+                                       "input_activations": {"num_bits": 8, "type": "int"}}},
+         "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "targets": ["Linear"]}}
+    with pytest.raises(DecodescopeError, match="sparse-24-bitmask"):
+        _bits(tmp_path, q)
+    q["sparsity_config"] = {}
+    assert _bits(tmp_path, q)["down_proj"] == 8

@@ -172,6 +172,12 @@ def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
     if not isinstance(groups, dict) or not groups:
         raise DecodescopeError(f"{arch.source}: compressed-tensors config without config_groups",
                                "pass the format with --weights")
+    sparse = q.get("sparsity_config") or {}
+    if isinstance(sparse, dict) and sparse.get("format") not in (None, "dense"):
+        # 2:4 sparse storage (sparse-24-bitmask) keeps half the values plus a mask: not modelled
+        raise DecodescopeError(f"{arch.source}: compressed-tensors sparsity_config format "
+                               f"{sparse.get('format')!r} (structured sparse weights) is not modelled",
+                               "pass the average bits per weight the engine reads with --weights bpw:X")
     per = []
     for spec in groups.values():
         f = _ct_group(spec if isinstance(spec, dict) else {}, arch)
