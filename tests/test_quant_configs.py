@@ -272,3 +272,16 @@ def test_structured_sparse_compressed_tensors_is_one_clear_error(tmp_path):
         _bits(tmp_path, q)
     q["sparsity_config"] = {}
     assert _bits(tmp_path, q)["down_proj"] == 8
+
+
+def test_qwen3_30b_a3b_fp8_block_scales():
+    # Qwen/Qwen3-30B-A3B-FP8: quant_method fp8, weight_block_size [128, 128] (one fp32 scale per
+    # 128 x 128 block: 32/16384 = 0.002 bit, not counted), modules_to_not_convert: lm_head and per
+    # layer the norms and the router (model.layers.N.mlp.gate), all 16-bit anyway. FP8 linears:
+    # 48 x (q 4096x2048 + k, v 512x2048 + o 2048x4096 + 128 experts x 3 x 768x2048) = 29,896,998,912 bytes;
+    # bf16: routers 48 x 128 x 2048, embedding + lm_head 2 x 151936 x 2048, norms 48 x (2 x 2048 + 2 x 128)
+    # + 2048 = 635,123,712 weights x 2 bytes
+    fp8 = 48 * (4096 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 128 * 3 * 768 * 2048)
+    bf16 = 48 * 128 * 2048 + 2 * 151936 * 2048 + 48 * (2 * 2048 + 2 * 128) + 2048
+    assert fp8 + 2 * bf16 == 31_167_246_336
+    assert weights_bytes("Qwen__Qwen3-30B-A3B-FP8.json") == fp8 + 2 * bf16
