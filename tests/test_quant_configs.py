@@ -285,3 +285,22 @@ def test_qwen3_30b_a3b_fp8_block_scales():
     bf16 = 48 * 128 * 2048 + 2 * 151936 * 2048 + 48 * (2 * 2048 + 2 * 128) + 2048
     assert fp8 + 2 * bf16 == 31_167_246_336
     assert weights_bytes("Qwen__Qwen3-30B-A3B-FP8.json") == fp8 + 2 * bf16
+
+
+def test_minimax_m3_mxfp8_checkpoint(tmp_path):
+    # MiniMaxAI/MiniMax-M3-MXFP8's block as a public MiniMax-M3 loader's documentation quotes it (the
+    # code index does not name its repository): quant_method mxfp8, weight_block_size [1, 32], vLLM's
+    # ignored_layers. Every linear of the real MiniMax-M3 config is MXFP8, 8 + 8/32 = 8.25 bits:
+    # the 423,670,579,200 linear weights of the NVFP4 test above at 1.03125 bytes; routers, embedding,
+    # lm_head (2,503,213,056) and norms (780,672) in bf16
+    cfg = json.loads((CONFIGS / "MiniMaxAI__MiniMax-M3.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "mxfp8", "activation_scheme": "dynamic",
+                                  "weight_block_size": [1, 32],
+                                  "ignored_layers": ["lm_head", "model.embed_tokens", "model.layers.3.block_sparse_moe.gate"]}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    linear = 6_417_285_120 + 224_133_120 + 679_477_248 + 3_227_516_928 + 413_122_166_784
+    expected = linear * 1.03125 + (2_503_213_056 + 780_672) * 2
+    assert expected == 441_918_272_256
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(tmp_path / "config.json"), "--gpu", "b200",
+                        "--json"], capture_output=True, text=True)
+    assert json.loads(r.stdout)["memory"]["weights_bytes"] == expected
