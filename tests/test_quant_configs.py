@@ -304,3 +304,25 @@ def test_minimax_m3_mxfp8_checkpoint(tmp_path):
     r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(tmp_path / "config.json"), "--gpu", "b200",
                         "--json"], capture_output=True, text=True)
     assert json.loads(r.stdout)["memory"]["weights_bytes"] == expected
+
+
+@pytest.mark.parametrize("spec, fmt", [
+    # the example of torchao's vLLM integration guide: int4 weight-only, group 128; tinygemm stores a
+    # bf16 scale and a bf16 zero point per group: 4 + 32/128 = 4.25 bits, bf16 math
+    ({"_type": "Int4WeightOnlyConfig", "_data": {"group_size": 128, "use_hqq": True}}, (4.25, "int4", "bf16")),
+    ({"_type": "Float8DynamicActivationFloat8WeightConfig", "_data": {}}, (8, "fp8", "fp8")),
+    ({"_type": "Int8WeightOnlyConfig", "_data": {}}, (8, "int8", "bf16")),
+])
+def test_torchao_configs(tmp_path, spec, fmt):
+    a = _dense_arch(tmp_path, {"quant_method": "torchao", "quant_type": {"default": spec}})
+    f = config_format(a)
+    assert f.tensor_format(next(t for t in a.layers[0].tensors() if t.name == "down_proj")) == fmt
+
+
+def test_unmodelled_methods_are_one_clear_error(tmp_path):
+    from decodescope.errors import DecodescopeError
+    for q in ({"quant_method": "hqq", "nbits": 4, "group_size": 64},
+              {"quant_method": "torchao", "quant_type": {"default": {"_type": "Int4WeightOnlyConfig"},
+                                                         "model.layers.0.mlp.down_proj": {"_type": "Int8WeightOnlyConfig"}}}):
+        with pytest.raises(DecodescopeError, match="--weights"):
+            config_format(_dense_arch(tmp_path, q))

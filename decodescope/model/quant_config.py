@@ -34,6 +34,8 @@ def config_format(arch: Arch) -> WeightFormat:
                        ignore=_patterns(q, "modules_to_not_convert", arch), source="fbgemm_fp8: e4m3 + scale per row")
     if method == "quark":
         return _quark(q, arch)
+    if method == "torchao":
+        return _torchao(q, arch)
     raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
                            f"pass the format with --weights ({' '.join(NAMES)})")
 
@@ -289,3 +291,27 @@ def _quark(q: dict, arch: Arch) -> WeightFormat:
     return WeightFormat(f"quark {base.kernel} (config)", base.bits, 16.0, base.compute, kernel=base.kernel,
                         per_tensor=tuple(per), ignore=_patterns(q, "exclude", arch),
                         source="AMD Quark global / layer_quant_config / exclude")
+
+
+# torchao config classes (config.json "quant_type": {"default": {"_type": ..., "_data": ...}}) ->
+# (bits of the weights, kernel family, matmul dtype); int4 adds a bf16 scale and zero point per group
+_TORCHAO = {"Int4WeightOnlyConfig": (4, "int4", "bf16"), "Int8WeightOnlyConfig": (8, "int8", "bf16"),
+            "Int8DynamicActivationInt8WeightConfig": (8, "int8", "int8"), "Float8WeightOnlyConfig": (8, "fp8", "bf16"),
+            "Float8DynamicActivationFloat8WeightConfig": (8, "fp8", "fp8")}
+
+
+def _torchao(q: dict, arch: Arch) -> WeightFormat:
+    """torchao (https://docs.pytorch.org/ao/stable/torchao_vllm_integration.html): one config for
+    every linear layer; per-module configs (ModuleFqnToConfig) are not modelled."""
+    qt = q.get("quant_type")
+    spec = qt.get("default") if isinstance(qt, dict) and set(qt) == {"default"} else None
+    kind = spec.get("_type") if isinstance(spec, dict) else None
+    if kind not in _TORCHAO:
+        raise DecodescopeError(f"{arch.source}: torchao quant_type {kind or qt!r} is not modelled",
+                               f"pass the format with --weights ({' '.join(NAMES)})")
+    bits, kernel, compute = _TORCHAO[kind]
+    data = spec.get("_data") if isinstance(spec.get("_data"), dict) else {}
+    group = data.get("group_size") or 128 if bits == 4 else -1
+    b = bits + 32 / group if bits == 4 else float(bits)  # tinygemm: bf16 scale + bf16 zero per group
+    return WeightFormat(f"torchao {kind} (config)", b, 16.0, compute, kernel=kernel,
+                        ignore=_patterns(q, "modules_to_not_convert", arch), source=f"torchao {kind}")
