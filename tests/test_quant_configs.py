@@ -326,3 +326,30 @@ def test_unmodelled_methods_are_one_clear_error(tmp_path):
                                                          "model.layers.0.mlp.down_proj": {"_type": "Int8WeightOnlyConfig"}}}):
         with pytest.raises(DecodescopeError, match="--weights"):
             config_format(_dense_arch(tmp_path, q))
+
+
+def test_gemma4_nvfp4_quantizes_the_experts_beside_the_mlp():
+    # nvidia/Gemma-4-26B-A4B-NVFP4 ignores, per layer, "model.language_model.layers.N.mlp*", ".router*" and
+    # ".self_attn*". Gemma 4 keeps its routed experts beside the dense MLP (layers.N.experts), so only they
+    # are NVFP4 (4.5 bits): 30 layers x 128 experts x 3 x 704 x 2816 = 22,837,985,280 weights,
+    # 16 - 4.5 = 11.5 bits smaller than in bf16. (Read as mlp.experts they were bf16 too: 50.5 GB.)
+    saved = 30 * 128 * 3 * 704 * 2816 * 11.5 / 8
+    assert saved == 32_829_603_840
+    name = "nvidia__Gemma-4-26B-A4B-NVFP4.json"
+    assert weights_bytes_as(name, "bf16") - weights_bytes(name) == saved
+
+
+def test_multimodal_prefixes_and_singular_shared_expert_in_exclusions():
+    # nvidia/Qwen3.5-122B-A10B-NVFP4 ignores, per layer, "model.language_model.layers.N.linear_attn*"
+    # (Gated DeltaNet layers) or ".self_attn*" (every 4th layer) and ".mlp.shared_expert*": engines map the
+    # multimodal "model.language_model." prefix onto the text model's names; Qwen spells shared_expert
+    # singular. Only the routed experts are NVFP4.
+    a = load_arch(str(CONFIGS / "nvidia__Qwen3.5-122B-A10B-NVFP4.json"))
+    f = config_format(a)
+    gdn = next(layer for layer in a.layers if any(t.name == "in_proj_qkv" for t in layer.tensors()))
+    t = {x.name: x for x in gdn.tensors()}
+    assert f.tensor_bits(t["in_proj_qkv"]) == f.tensor_bits(t["out_proj"]) == 16
+    assert f.tensor_bits(t["shared_expert.gate_up_proj"]) == 16
+    assert f.tensor_format(t["experts.down_proj"]) == (4.5, "nvfp4", "fp4")
+    full = next(layer for layer in a.layers if any(t.name == "q_proj" for t in layer.tensors()))
+    assert f.tensor_bits(next(t for t in full.tensors() if t.name == "q_proj")) == 16

@@ -34,12 +34,13 @@ class WeightFormat:
     mtp_bits: float | None = None  # bits of MTP layers when the checkpoint leaves them out
     kernel: str = ""  # engines.toml format_efficiency key of its kernels (default: name)
     source: str = ""
+    experts_at: str = "mlp.experts.0"  # the checkpoint's routed-expert module (Gemma 4: "experts.0", beside mlp)
 
     def __post_init__(self):  # the tensor_format cache hashes the format per tensor per estimate
         object.__setattr__(self, "_names", frozenset(p[1:] for p in self.ignore if p.startswith("=")))
         object.__setattr__(self, "_hash", hash((self.name, self.bits, self.head_bits, self.compute, self.scope,
                                                 self.per_tensor, self.ignore, self.mtp_bits, self.kernel,
-                                                self.source)))
+                                                self.source, self.experts_at)))
 
     def __hash__(self) -> int:  # equal formats have equal fields, hence equal hashes
         return self._hash
@@ -57,7 +58,7 @@ class WeightFormat:
             return BF16  # norms, biases, routers, convs, A_log: kept in the checkpoint dtype
         if t.name == "lm_head":
             return self.base._replace(bits=self.head_bits) if self.head_bits != 16 else BF16
-        names = module_names(t)
+        names = module_names(t, self.experts_at)
         if t.name in self._names or any(_matches(n, pat) for n in names for pat in self.ignore):
             return BF16
         if self.per_tensor:
@@ -90,15 +91,16 @@ def _is_mlp(t: Tensor) -> bool:
     return t.name.split(".")[-1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
 
 
-def module_names(t: Tensor) -> tuple[str, ...]:
+def module_names(t: Tensor, experts_at: str = "mlp.experts.0") -> tuple[str, ...]:
     """Checkpoint-style module names of `t` (layer 0), for matching a quantization config's
     targets and exclusion lists: "model.layers.0.self_attn.q_proj", "...mlp.experts.0.gate_proj"."""
     leaf = t.name.split(".")[-1]
     leaves = ("gate_proj", "up_proj") if leaf == "gate_up_proj" else (leaf,)
+    blocks = ()
     if t.name.startswith("experts."):
-        block = "mlp.experts.0"
-    elif t.name.startswith("shared_expert."):
-        block = "mlp.shared_experts"
+        block = experts_at
+    elif t.name.startswith("shared_expert."):  # DeepSeek / GLM / Kimi spell it plural, Qwen singular
+        block, blocks = "mlp.shared_experts", ("mlp.shared_expert",)
     elif t.name.startswith("indexer."):
         block = "self_attn.indexer"
     elif leaf in _ATTN:
@@ -107,7 +109,7 @@ def module_names(t: Tensor) -> tuple[str, ...]:
         block = "mlp"
     else:  # Gated DeltaNet / Mamba projections
         block = "linear_attn"
-    return tuple(f"model.layers.0.{block}.{x}" for x in leaves) + leaves + (t.name,)
+    return tuple(f"model.layers.0.{b}.{x}" for b in (block, *blocks) for x in leaves) + leaves + (t.name,)
 
 
 def _matches(name: str, pattern: str) -> bool:

@@ -12,6 +12,17 @@ from decodescope.model.formats import BF16, NAMES, TensorFormat, WeightFormat, _
 
 def config_format(arch: Arch) -> WeightFormat:
     """The weight format the checkpoint itself is stored in (its quantization_config)."""
+    f = _read(arch)
+    return replace(f, experts_at=_experts_at(arch)) if _experts_at(arch) != f.experts_at else f
+
+
+def _experts_at(arch: Arch) -> str:
+    # Gemma 4 keeps its routed experts beside the dense MLP (model.layers.N.experts, .router, .mlp:
+    # nvidia/Gemma-4-26B-A4B-NVFP4 ignores "layers.N.mlp*" and "layers.N.router*" but not the experts)
+    return "experts.0" if arch.model_type.startswith("gemma4") else "mlp.experts.0"
+
+
+def _read(arch: Arch) -> WeightFormat:
     q = arch.quantization
     if not q:
         return parse_format(arch.dtype, arch)
@@ -58,9 +69,13 @@ def _patterns(q: dict, key: str, arch: Arch, mark: str = "") -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise DecodescopeError(f"{arch.source}: quantization_config {key} is not a list of module names",
                                "fix the config, or pass the format with --weights")
-    return _by_layer(tuple(mark + x for x in v), arch)
+    return _by_layer(tuple(mark + _MULTIMODAL.sub("model.", x) for x in v), arch)
 
 
+# multimodal checkpoints name their decoder "model.language_model.layers.N" or
+# "language_model.model.layers.N"; engines map those names onto the text model's (vLLM's
+# hf_to_vllm_mapper, applied to exclusion lists too), as module_names spells them
+_MULTIMODAL = re.compile(r"^(?:model\.language_model|language_model\.model|language_model)\.(?=layers\.)")
 _LAYER_N = re.compile(r"layers\.(\d+)(?=\.|\*|$)")
 
 
@@ -78,16 +93,17 @@ def _by_layer(patterns: tuple[str, ...], arch: Arch) -> tuple[str, ...]:
             named.setdefault(int(_LAYER_N.search(p)[1]), []).append(_LAYER_N.sub("layers.0", p))
     if not named and not regex:
         return patterns
-    held, out, seen = {}, {}, {}
+    held, out, seen, at = {}, {}, {}, _experts_at(arch)
     for i, layer in enumerate(arch.layers):
         pats = tuple(sorted(set(named.get(i, ()))))  # one key per pattern set, however the config orders it
         for t in layer.tensors():
             if t.linear:
                 held[t.name] = held.get(t.name, 0) + 1
                 if (t, pats) not in seen:  # most layers repeat one pattern set: match it once
-                    seen[t, pats] = any(_matches(n, p) for n in module_names(t) for p in pats)
+                    seen[t, pats] = any(_matches(n, p) for n in module_names(t, at) for p in pats)
                 hit = seen[t, pats] or bool(regex) and any(
-                    _matches(n.replace("layers.0.", f"layers.{i}."), p) for n in module_names(t)[:2] for p in regex)
+                    _matches(n.replace("layers.0.", f"layers.{i}."), p) for n in module_names(t, at)
+                    if n.startswith("model.layers.") for p in regex)
                 out[t.name] = out.get(t.name, 0) + hit
     # layers past the decoder (DeepSeek's MTP layer 61) stay named: they mark the MTP layers out
     past = tuple(p for p in patterns if p not in plain + regex and int(_LAYER_N.search(p)[1]) >= len(arch.layers))
