@@ -4,7 +4,8 @@ import pytest
 
 from decodescope.arch import Tensor, load_arch
 from decodescope.errors import DecodescopeError
-from decodescope.model.formats import config_format, parse_format
+from decodescope.model.formats import parse_format
+from decodescope.model.quant_config import config_format
 
 LINEAR = Tensor("q_proj", (4096, 4096), "col")
 HEAD = Tensor("lm_head", (1000, 4096), "vocab")

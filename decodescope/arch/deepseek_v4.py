@@ -49,7 +49,4 @@ def build_deepseek_v4(f: Fields):
     mtp_layer = Layer("sliding_attention", _attention(f, mtp_ratio),
                       moe(f, shared_expert_intermediate_size=shared, router_bias=True), hc)
     notes = [f"the first {hashed} MoE layers route by token id (a vocab x top-k table, not counted)"] if hashed else []
-    if f.get("expert_dtype") == "fp4":
-        notes.append("the checkpoint stores its routed experts in FP4 (expert_dtype: fp4); they are modelled in "
-                     "quantization_config's format, which overstates their bytes about 2x")
     return layers, nextn_mtp(f, mtp_layer), tuple(notes)

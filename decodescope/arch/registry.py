@@ -61,6 +61,16 @@ def _dtype(f) -> tuple[str, tuple[str, ...]]:
     return DTYPES[dtype], note
 
 
+def _older_modelopt(quant):
+    """ModelOpt 0.31-era exports (e.g. Qwen3-32B-FP8-Static-PerTensor) name no quant_method and
+    write the KV cache's algorithm as a string ("FP8"); read them as the newer dict form."""
+    if not isinstance(quant, dict) or (quant.get("producer") or {}).get("name") != "modelopt":
+        return quant
+    kv = quant.get("kv_cache_scheme")
+    kv = {"num_bits": 8, "type": "float"} if kv == "FP8" else kv
+    return {**quant, "quant_method": quant.get("quant_method") or "modelopt", "kv_cache_scheme": kv}
+
+
 def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
@@ -76,10 +86,14 @@ def build_arch(raw: RawConfig) -> Arch:
     layers, mtp, notes = FAMILIES[mt](f)
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
-    quant = f.get("quantization_config")
+    quant = _older_modelopt(f.get("quantization_config"))
     if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
         raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
                                "fix quantization_config")
+    if isinstance(quant, dict) and f.get("expert_dtype", default=None) == "fp4":
+        # DeepSeek-V4 names its routed experts' FP4 beside quantization_config, not in it
+        # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
+        quant = {**quant, "expert_dtype": "fp4"}
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant,

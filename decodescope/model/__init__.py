@@ -5,7 +5,8 @@ from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_gpu, get_interconnect
 from decodescope.model.deployment import Deployment, Spec, check_weights_flag, engine_format, parse_spec
 from decodescope.model.engines import get_engine
-from decodescope.model.formats import WeightFormat, config_format, parse_format
+from decodescope.model.formats import WeightFormat, parse_format
+from decodescope.model.quant_config import config_format
 from decodescope.model.predict import Prediction, predict
 
 

@@ -3,7 +3,7 @@ and which tensors a format leaves in 16 bits."""
 
 import fnmatch
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -35,11 +35,13 @@ class WeightFormat:
     mtp_bits: float | None = None  # bits of MTP layers when the checkpoint leaves them out
     kernel: str = ""  # engines.toml format_efficiency key of its kernels (default: name)
     source: str = ""
+    experts_at: str = "mlp.experts.0"  # the checkpoint's routed-expert module (Gemma 4: "experts.0", beside mlp)
 
     def __post_init__(self):  # the tensor_format cache hashes the format per tensor per estimate
+        object.__setattr__(self, "_names", frozenset(p[1:] for p in self.ignore if p.startswith("=")))
         object.__setattr__(self, "_hash", hash((self.name, self.bits, self.head_bits, self.compute, self.scope,
                                                 self.per_tensor, self.ignore, self.mtp_bits, self.kernel,
-                                                self.source)))
+                                                self.source, self.experts_at)))
 
     def __hash__(self) -> int:  # equal formats have equal fields, hence equal hashes
         return self._hash
@@ -57,8 +59,8 @@ class WeightFormat:
             return BF16  # norms, biases, routers, convs, A_log: kept in the checkpoint dtype
         if t.name == "lm_head":
             return self.base._replace(bits=self.head_bits) if self.head_bits != 16 else BF16
-        names = module_names(t)
-        if any(_matches(n, pat) for n in names for pat in self.ignore):
+        names = module_names(t, self.experts_at)
+        if t.name in self._names or any(_matches(n, pat) for n in names for pat in self.ignore):
             return BF16
         if self.per_tensor:
             return next((f for pat, f in self.per_tensor if any(_matches(n, pat) for n in names)), BF16)
@@ -79,22 +81,27 @@ class WeightFormat:
                 "compute": self.compute, "source": self.source}
 
 
-_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+_ATTN = ("q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+         "index_q_proj", "index_k_proj",  # MiniMax-M3 keeps its sparse-attention indexer in self_attn
+         # Kimi Delta Attention's gates live in self_attn too (vLLM kimi_linear.py: prefix "...self_attn"),
+         # as does Step's head-wise g_proj
+         "f_proj", "g_proj", "f_a_proj", "f_b_proj", "g_a_proj", "g_b_proj", "b_proj")
 
 
 def _is_mlp(t: Tensor) -> bool:
     return t.name.split(".")[-1] in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
 
 
-def module_names(t: Tensor) -> tuple[str, ...]:
+def module_names(t: Tensor, experts_at: str = "mlp.experts.0") -> tuple[str, ...]:
     """Checkpoint-style module names of `t` (layer 0), for matching a quantization config's
     targets and exclusion lists: "model.layers.0.self_attn.q_proj", "...mlp.experts.0.gate_proj"."""
     leaf = t.name.split(".")[-1]
     leaves = ("gate_proj", "up_proj") if leaf == "gate_up_proj" else (leaf,)
+    blocks = ()
     if t.name.startswith("experts."):
-        block = "mlp.experts.0"
-    elif t.name.startswith("shared_expert."):
-        block = "mlp.shared_experts"
+        block = experts_at
+    elif t.name.startswith("shared_expert."):  # DeepSeek / GLM / Kimi spell it plural, Qwen singular
+        block, blocks = "mlp.shared_experts", ("mlp.shared_expert",)
     elif t.name.startswith("indexer."):
         block = "self_attn.indexer"
     elif leaf in _ATTN:
@@ -103,18 +110,25 @@ def module_names(t: Tensor) -> tuple[str, ...]:
         block = "mlp"
     else:  # Gated DeltaNet / Mamba projections
         block = "linear_attn"
-    return tuple(f"model.layers.0.{block}.{x}" for x in leaves) + leaves + (t.name,)
+    return tuple(f"model.layers.0.{b}.{x}" for b in (block, *blocks) for x in leaves) + leaves + (t.name,)
 
 
 def _matches(name: str, pattern: str) -> bool:
     """compressed-tensors ("re:REGEX", a module name or suffix), modelopt (glob) and
-    per-module-key patterns; layer numbers match any layer."""
+    per-module-key patterns; layer numbers match any layer ("=NAME" names a tensor, see _by_layer)."""
+    if pattern.startswith("="):
+        return False
     if pattern.startswith("re:"):
         try:
             return re.match(pattern[3:], name) is not None
         except re.error:
             return False
     pattern = re.sub(r"layers\.\d+\.", "layers.0.", pattern)
+    if pattern.startswith("sub:"):  # AWQ: any substring (vLLM / SGLang awq.py is_layer_skipped_awq)
+        return pattern[4:] in name
+    if pattern.startswith("part:"):  # bitsandbytes: one dotted component or a leading path
+        p = pattern[5:]  # (vLLM bitsandbytes.py is_layer_skipped_bnb)
+        return p in name.split(".") or name == p or name.startswith(p + ".")
     if "*" in pattern:  # a glob names a module or everything under it
         return fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(name, pattern + ".*")
     return name == pattern or name.endswith("." + pattern) or name.startswith(pattern + ".")
@@ -133,6 +147,8 @@ FORMATS = {
     "nvfp4": (4.5, 16.0, "fp4", "NVFP4: e2m1 + e4m3 scale per 16 (NVIDIA Blackwell docs)"),
     # e8m0 scale per 32 weights (0.25 bit)
     "mxfp4": (4.25, 16.0, "fp4", "OCP MX spec: e2m1 + e8m0 scale per 32"),
+    # e4m3 + e8m0 scale per 32 weights: 8 + 8 / 32 bits (OCP MX spec v1.0, MXFP8 E4M3)
+    "mxfp8": (8.25, 16.0, "fp8", "OCP MX spec: e4m3 + e8m0 scale per 32"),
     "q4_k_m": (4.85, 6.5625, "fp16", f"mix of Q4_K (4.5 bpw) and Q6_K, output.weight Q6_K; {_LLAMA_CPP}"),
     "q5_k_m": (5.69, 6.5625, "fp16", f"mix of Q5_K (5.5 bpw) and Q6_K, output.weight Q6_K; {_LLAMA_CPP}"),
     "q6_k": (6.5625, 6.5625, "fp16", f"Q6_K: 210 bytes per 256 weights; {_LLAMA_CPP}"),
@@ -156,7 +172,7 @@ NAMES = (*FORMATS, *GGUF_FTYPES, "int4-gN", "bpw:X")
 
 
 def parse_format(spec: str, arch: Arch | None = None) -> WeightFormat:
-    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X`."""
+    """`bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 mxfp8 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X`."""
     s = spec.strip().lower()
     if s in GGUF_FTYPES:
         return GGUF_FTYPES[s]
@@ -189,145 +205,3 @@ def _scope(name: str, arch: Arch | None) -> str:
     if name == "mxfp4" and arch and arch.is_moe:
         return "experts"
     return "mlp" if name == "nvfp4" and _has_mla(arch) else "all"
-
-
-def config_format(arch: Arch) -> WeightFormat:
-    """The weight format the checkpoint itself is stored in (its quantization_config)."""
-    q = arch.quantization
-    if not q:
-        return parse_format(arch.dtype, arch)
-    method = str(q.get("quant_method", "")).lower()
-    if method in ("fp8", "mxfp4"):
-        return replace(parse_format(method, arch), ignore=_patterns(q, "modules_to_not_convert", arch))
-    if method in ("gptq", "awq", "auto-round", "gptq_marlin", "awq_marlin"):
-        return _intn(q, method, arch)
-    if method == "bitsandbytes":
-        return _bitsandbytes(q, arch)
-    if method == "compressed-tensors":
-        return _compressed_tensors(q, arch)
-    if method == "modelopt":
-        return _modelopt(q, arch)
-    raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
-                           f"pass the format with --weights ({' '.join(NAMES)})")
-
-
-def _patterns(q: dict, key: str, arch: Arch) -> tuple[str, ...]:
-    v = q.get(key) or []
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise DecodescopeError(f"{arch.source}: quantization_config {key} is not a list of module names",
-                               "fix the config, or pass the format with --weights")
-    return tuple(v)
-
-
-def _int_field(q: dict, key: str, default, lo: int, hi: int, arch: Arch) -> int:
-    v = q.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or v == -1):
-        raise DecodescopeError(f"{arch.source}: quantization_config {key}={v!r} is not an integer from {lo} to {hi}",
-                               "fix the config, or pass the format with --weights")
-    return v
-
-
-def int_bits(bits: int, group: int, zero_points: bool) -> float:
-    """True bits per weight of an integer group format: the weights, one fp16 scale per group
-    and, if asymmetric, one `bits`-wide zero point per group (GPTQ/AWQ pack them as qzeros).
-    group -1: one scale per output channel, under 0.01 bit."""
-    return float(bits) if group == -1 else bits + (16 + (bits if zero_points else 0)) / group
-
-
-def _intn(q: dict, method: str, arch: Arch) -> WeightFormat:
-    bits = _int_field(q, "bits", 4, 2, 8, arch)
-    group = _int_field(q, "group_size", 128, 1, 1 << 16, arch)
-    # AWQ always stores zero points; GPTQ only when asymmetric (sym: false)
-    zeros = "awq" in method or q.get("zero_point") is True or q.get("sym") is False
-    b = int_bits(bits, group, zeros)
-    kernel = "int8" if bits == 8 else "int4"  # Marlin / Machete weight-only kernels, bf16 math
-    return WeightFormat(f"int{bits}-g{group}{'-zp' if zeros else ''} (config)", b, 16.0, "bf16", kernel=kernel,
-                        ignore=_patterns(q, "modules_to_not_convert", arch),
-                        source=f"{method}: {bits}-bit + fp16 scale{' + zero point' if zeros else ''} per {group}")
-
-
-def _bitsandbytes(q: dict, arch: Arch) -> WeightFormat:
-    ignore = _patterns(q, "llm_int8_skip_modules", arch)
-    if q.get("load_in_4bit"):
-        # bitsandbytes 4-bit: one absmax per 64 weights, fp32 (0.5 bit) or, double-quantised,
-        # int8 with one fp32 scale per 256 absmax (8/64 + 32/16384 bit)
-        scale = 8 / 64 + 32 / (64 * 256) if q.get("bnb_4bit_use_double_quant") else 32 / 64
-        kind = q.get("bnb_4bit_quant_type", "fp4")
-        return WeightFormat(f"bnb-{kind} (config)", 4 + scale, 16.0, "bf16", kernel="int4", ignore=ignore,
-                            source="bitsandbytes 4-bit: absmax per 64 (double quant: int8 absmax)")
-    if q.get("load_in_8bit"):  # LLM.int8(): int8 rows + one fp32 scale per row
-        return WeightFormat("bnb-int8 (config)", 8.0, 16.0, "bf16", kernel="int8", ignore=ignore,
-                            source="bitsandbytes LLM.int8(): int8 + per-row scale")
-    raise DecodescopeError(f"{arch.source}: bitsandbytes config loads neither 4-bit nor 8-bit",
-                           "pass the format with --weights")
-
-
-def _ct_group(spec: dict, arch: Arch) -> TensorFormat:
-    """compressed-tensors config group -> the format of the tensors it targets."""
-    w, a = spec.get("weights") or {}, spec.get("input_activations") or {}
-    if not isinstance(w, dict) or not isinstance(a, dict):
-        raise DecodescopeError(f"{arch.source}: a compressed-tensors config group is malformed",
-                               "pass the format with --weights")
-    bits = _int_field(w, "num_bits", 8, 2, 16, arch)
-    kind, act_bits = w.get("type", "int"), a.get("num_bits")
-    if kind == "float" and bits == 4:  # NVFP4: e2m1 + e4m3 scale per 16; W4A4 runs FP4 math
-        return TensorFormat(4.5, "nvfp4", "fp4" if act_bits == 4 else "bf16")
-    if kind == "float" and bits == 8:  # FP8, per-channel / block scales; W8A8 runs FP8 math
-        return TensorFormat(8.0, "fp8", "fp8" if act_bits == 8 else "bf16")
-    group = _int_field(w, "group_size", -1, 1, 1 << 16, arch) if w.get("strategy") == "group" else -1
-    b = int_bits(bits, group if group else -1, w.get("symmetric") is False)
-    return TensorFormat(b, "int8" if bits == 8 else "int4", "int8" if bits == 8 and act_bits == 8 else "bf16")
-
-
-def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
-    groups = q.get("config_groups")
-    if not isinstance(groups, dict) or not groups:
-        raise DecodescopeError(f"{arch.source}: compressed-tensors config without config_groups",
-                               "pass the format with --weights")
-    per = []
-    for spec in groups.values():
-        f = _ct_group(spec if isinstance(spec, dict) else {}, arch)
-        targets = spec.get("targets") or ["Linear"]
-        # "Linear" targets every linear layer; other targets are module names or re: patterns
-        per += [(".*" if t == "Linear" else t, f) for t in targets if isinstance(t, str)]
-    per = [("re:.*" if p == ".*" else p, f) for p, f in per]
-    top = per[0][1]
-    head = top.bits if any(p == "lm_head" for p, _ in per) else 16.0
-    return WeightFormat(f"compressed-tensors {top.kernel} (config)", top.bits, head, top.compute,
-                        per_tensor=tuple(per), ignore=_patterns(q, "ignore", arch), kernel=top.kernel,
-                        source="compressed-tensors config_groups / targets / ignore")
-
-
-_ALGO = {"FP8": TensorFormat(8.0, "fp8", "fp8"), "NVFP4": TensorFormat(4.5, "nvfp4", "fp4"),
-         "W4A16_NVFP4": TensorFormat(4.5, "nvfp4", "bf16"), "W4A8_NVFP4_FP8": TensorFormat(4.5, "nvfp4", "fp8")}
-
-
-def _modelopt(q: dict, arch: Arch) -> WeightFormat:
-    algo = q.get("quant_algo")
-    ignore = _patterns(q, "ignore", arch) + _patterns(q, "exclude_modules", arch)
-    # MTP layers: "mtp*" (Qwen) or the layer after the last decoder layer (DeepSeek's layer 61)
-    mtp_out = any(p.startswith(("mtp", f"model.layers.{len(arch.layers)}")) for p in ignore)
-    if algo in _ALGO:
-        f = _ALGO[algo]
-        return WeightFormat(f"{f.kernel} (config)", f.bits, 16.0, f.compute, kernel=f.kernel, ignore=ignore,
-                            mtp_bits=16.0 if mtp_out else None, source=f"modelopt {algo}, exclusion list applied")
-    layers = q.get("quantized_layers")
-    if algo != "MIXED_PRECISION" or not isinstance(layers, dict) or not layers:
-        raise DecodescopeError(f"{arch.source}: modelopt quant_algo={algo!r} is not understood",
-                               "pass the format with --weights")
-    per, head = {}, BF16
-    for module, spec in layers.items():
-        f = _ALGO.get(spec.get("quant_algo") if isinstance(spec, dict) else None)
-        if f is None:
-            raise DecodescopeError(f"{arch.source}: quant_algo of {module} is not understood",
-                                   "pass the format with --weights")
-        if module == "lm_head":
-            head = f
-            continue
-        # "model.language_model.layers.3.self_attn.q_proj" -> "q_proj"; "...mlp.experts" -> "experts"
-        per[re.sub(r"^.*?layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.", "", module)] = f
-    top = max(per.values(), key=lambda f: f.bits)
-    return WeightFormat("mixed (config)", top.bits, head.bits, top.compute, kernel=top.kernel,
-                        per_tensor=tuple(sorted(per.items(), key=lambda kv: kv[0])),
-                        mtp_bits=16.0 if mtp_out else None,
-                        source="modelopt MIXED_PRECISION quantized_layers: FP8 = 8, NVFP4 = 4.5 bits")
