@@ -54,6 +54,20 @@ def _norm(name, n) -> Tensor:
     return Tensor(name, (n,), "rep", linear=False)
 
 
+class StateMixer:
+    """Base of the mixers that keep a fixed-size state per request instead of a KV cache
+    (GatedDeltaNet, Mamba2; ShortConv and Kimi Delta Attention in decodescope.arch.mixers). A
+    base class so the model tells them apart without importing that module, whose dataclasses
+    cost ~8 ms at start-up for families most runs never build."""
+    __slots__ = ()
+
+
+class PooledKV:
+    """Base of the attention mixers whose KV cache is not one row per token and says its own size
+    (`kv_cache_bytes`): DeepSeek-V4's compressed multi-query attention in decodescope.arch.mixers."""
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class Attention:
     """Softmax attention: MHA / GQA / MQA, optional output gate, q/k norms, window, sinks."""
@@ -173,7 +187,7 @@ class MLA:
 
 
 @dataclass(frozen=True)
-class GatedDeltaNet:
+class GatedDeltaNet(StateMixer):
     """Qwen3-Next / Qwen3.5 linear attention. Per request it keeps a fixed-size state:
     a recurrent state [v_heads, k_head_dim, v_head_dim] and a conv window."""
     hidden_size: int
@@ -219,7 +233,7 @@ class GatedDeltaNet:
 
 
 @dataclass(frozen=True)
-class Mamba2:
+class Mamba2(StateMixer):
     """Nemotron-H Mamba2 mixer; state [heads, head_dim, ssm_state_size] + conv window."""
     hidden_size: int
     mamba_num_heads: int

@@ -5,7 +5,6 @@ hash-routed first layers, and hyper-connections (hc_mult copies of the residual 
 from decodescope.arch.blocks import Layer, Tensor
 from decodescope.arch.build import moe, nextn_mtp
 from decodescope.arch.fields import Fields
-from decodescope.arch.mixers import CompressedMQA
 from decodescope.errors import DecodescopeError
 
 
@@ -20,7 +19,8 @@ def _hyper_connections(f: Fields) -> tuple[Tensor, ...]:
                            Tensor(f"{part}_scale", (3,), "rep", linear=False)))
 
 
-def _attention(f: Fields, ratio: int) -> CompressedMQA:
+def _attention(f: Fields, ratio: int) -> "CompressedMQA":  # noqa: F821 (imported when built)
+    from decodescope.arch.mixers import CompressedMQA
     if ratio not in (0, 4, 128):
         raise DecodescopeError(f"{f.source}: compress_ratios holds {ratio}", "DeepSeek-V4 compresses by 0, 4 or 128")
     return CompressedMQA(f.need("hidden_size"), f.need("num_attention_heads"), f.need("head_dim"),

@@ -9,7 +9,6 @@ from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
                                     state_dtype)
 from decodescope.arch.fields import Fields, check_int
-from decodescope.arch.mixers import BlockSparseAttention
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -316,6 +315,7 @@ def build_minimax_m3(f: Fields):
         block = g.need("sparse_block_size", "MiniMax sparse attention")
         picked = (g.need("sparse_topk_blocks", "MiniMax sparse attention") + g.get("sparse_local_block", default=1)
                   + g.get("sparse_init_block", default=0)) * block
+        from decodescope.arch.mixers import BlockSparseAttention  # imported when built
         sparse_attn = BlockSparseAttention(**{**asdict(dense_attn), "index_heads": g.need("sparse_num_index_heads"),
                                               "index_dim": g.need("sparse_index_dim"), "topk_tokens": picked})
     moe_at = set(f.list_("moe_layers", int) or ())

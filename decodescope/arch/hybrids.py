@@ -7,7 +7,6 @@ from dataclasses import replace
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
-from decodescope.arch.mixers import KimiDeltaAttention, ParallelHybrid, ShortConv
 from decodescope.errors import DecodescopeError
 
 
@@ -36,6 +35,7 @@ def build_falcon_h1(f: Fields):
     (their outputs summed), then a SwiGLU MLP behind its own norm (pre_ff_layernorm). The
     muP multipliers of its config scale activations, not shapes."""
     h = f.need("hidden_size")
+    from decodescope.arch.mixers import ParallelHybrid  # imported when built (see blocks.StateMixer)
     mixer = ParallelHybrid(attention(f), _falcon_mamba(f))
     mlp = DenseMLP(h, f.need("intermediate_size"), bias=bool(f.get("mlp_bias", default=False)))
     return [Layer("hybrid", mixer, mlp)] * f.need("num_hidden_layers"), [], ()
@@ -131,6 +131,7 @@ def build_lfm2(f: Fields):
     if len(types) != n or not set(types) <= {"conv", "full_attention"}:
         raise DecodescopeError(f"{f.source}: layer_types must give \"conv\" or \"full_attention\" for each of "
                                f"{n} layers", "fix layer_types (or full_attn_idxs)")
+    from decodescope.arch.mixers import ShortConv
     conv = ShortConv(h, f.need("conv_L_cache", "LFM2's short convolution"), bool(f.get("conv_bias", default=False)))
     mlp = DenseMLP(h, _lfm2_ff(f))
     attn = attention(f, qk_norm=True)
@@ -147,6 +148,7 @@ def build_kimi_linear(f: Fields):
         raise DecodescopeError(f"{f.source}: kimi_linear needs linear_attn_config", "add linear_attn_config")
     g = Fields(lin, f.source)
     full = set(g.list_("full_attn_layers", int) or ())
+    from decodescope.arch.mixers import KimiDeltaAttention
     kda = KimiDeltaAttention(h, g.need("num_heads", "Kimi Delta Attention"), g.need("head_dim", "Kimi Delta Attention"),
                              g.need("short_conv_kernel_size", "Kimi Delta Attention"),
                              bool(lin.get("use_full_rank_gate", False)))

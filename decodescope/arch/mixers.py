@@ -5,7 +5,7 @@ Attention."""
 
 from dataclasses import dataclass
 
-from decodescope.arch.blocks import Attention, GatedDeltaNet, Mamba2, Tensor
+from decodescope.arch.blocks import Attention, Mamba2, PooledKV, StateMixer, Tensor
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class ParallelHybrid:
 
 
 @dataclass(frozen=True)
-class ShortConv:
+class ShortConv(StateMixer):
     """LFM2's gated short convolution: in_proj to 3 x hidden (gates B, C and the value),
     a depthwise causal conv of conv_L_cache taps over B * value, C times the result, out_proj.
     A request keeps the last conv_L_cache - 1 inputs of each channel: its recurrent state."""
@@ -108,7 +108,7 @@ def _compressor(name: str, out: int, head_dim: int, ratio: int, h: int) -> list[
 
 
 @dataclass(frozen=True)
-class CompressedMQA:
+class CompressedMQA(PooledKV):
     """DeepSeek-V4 attention: 64-128 query heads against ONE shared K=V head of head_dim
     (MQA), a low-rank query (wq_a / wq_b) and a grouped low-rank output (wo_a per o_group,
     then wo_b), a learned sink per head. Every layer caches the raw last `window` tokens;
@@ -182,7 +182,7 @@ class CompressedMQA:
 
 
 @dataclass(frozen=True)
-class KimiDeltaAttention:
+class KimiDeltaAttention(StateMixer):
     """Kimi Delta Attention (Kimi Linear): Gated DeltaNet with a decay per channel. q, k, v
     of heads x head_dim each through a short causal conv, a low-rank (or full-rank) decay
     gate f and output gate g, a beta per head. Per request a state [heads, head_dim,
@@ -215,6 +215,3 @@ class KimiDeltaAttention:
         ssm = self.num_heads * self.head_dim * self.head_dim * self.state_dtype_bytes
         return (ssm + 3 * p * (self.conv_kernel - 1) * self.conv_dtype_bytes) / tp
 
-
-# the mixers that keep a fixed-size recurrent state per request instead of a KV cache
-RECURRENT = (GatedDeltaNet, Mamba2, ShortConv, KimiDeltaAttention)

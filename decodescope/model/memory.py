@@ -3,7 +3,7 @@ touched ones), KV cache for batch x context, recurrent state slots."""
 
 from dataclasses import dataclass, replace
 
-from decodescope.arch import MLA, RECURRENT, Arch, Attention, CompressedMQA
+from decodescope.arch import MLA, Arch, Attention, PooledKV, StateMixer
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_interconnect
 from decodescope.model.deployment import Deployment, check, engine_format
@@ -81,9 +81,9 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
                 kv += n * ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
             elif isinstance(m, MLA):
                 kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
-            elif isinstance(m, CompressedMQA):  # DeepSeek-V4: a raw window plus pooled rows
+            elif isinstance(m, PooledKV):  # DeepSeek-V4: a raw window plus pooled rows
                 kv += n * m.kv_cache_bytes(tokens, d.kv_bytes)
-            elif isinstance(m, RECURRENT):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
+            elif isinstance(m, StateMixer):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
                 state += n * slots * m.state_bytes(d.tp)
     return kv, state
 

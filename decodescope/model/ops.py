@@ -9,7 +9,7 @@ from functools import lru_cache
 from math import comb
 from typing import TYPE_CHECKING, NamedTuple
 
-from decodescope.arch import MLA, RECURRENT, Arch, Attention, CompressedMQA, Layer, MoE, Tensor
+from decodescope.arch import MLA, Arch, Attention, Layer, MoE, PooledKV, StateMixer, Tensor
 from decodescope.model.formats import WeightFormat
 
 if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
@@ -143,7 +143,7 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
 
 
 def state_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
-    """Recurrent state of a RECURRENT mixer: read once, written after each token of the pass (a verify pass
+    """Recurrent state of a StateMixer: read once, written after each token of the pass (a verify pass
     keeps every intermediate state so that rejected draft tokens can be rolled back).
     Engines that keep those in scratch copy the accepted one into the cache afterwards:
     one more read and write of the state per verify pass."""
@@ -198,9 +198,9 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
-        if isinstance(m, (Attention, MLA, CompressedMQA)):  # CompressedMQA: DeepSeek-V4
+        if isinstance(m, (Attention, MLA, PooledKV)):  # PooledKV: DeepSeek-V4
             ops.append(attention_op(m, d, batch, tokens_per_req, r))
-        elif isinstance(m, RECURRENT):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
+        elif isinstance(m, StateMixer):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
             ops.append(state_op(m, d, batch, tokens_per_req, r))
     if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
         msg = tokens * layer_hidden(layer) * ACT_BYTES
