@@ -110,7 +110,11 @@ def _stdin():
     return buf
 
 
-BLOCK = 1 << 21  # bytes read at a time by line_blocks (a line of MAX_LINE or more is read apart)
+# bytes read at a time by line_blocks (a line of MAX_LINE or more is read apart). Not larger:
+# with 2 MiB blocks glibc's malloc, whose mmap threshold follows the largest freed block, kept
+# growing the heap (a worker's peak RSS 175 MB on a 300 MB log against 19 MB at 256 KiB, the
+# same CPU time)
+BLOCK = 1 << 18
 
 
 def line_blocks(f, budget: int, size: int = BLOCK):
