@@ -28,7 +28,7 @@ from decodescope.serverstats import logformats, logio
 from decodescope.serverstats.logsegment import PENDING
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtally import is_warm, resolve
-from decodescope.serverstats.logvalues import Rejected, checked, local_epoch
+from decodescope.serverstats.logvalues import BoundedCache, Rejected, checked, local_epoch
 from decodescope.serverstats.serverlog import LogReader, record_json
 
 _BANNER = logformats.STARTUP_MARKERS["sglang"][0]
@@ -38,21 +38,6 @@ _SGLANG = (None, "sglang")  # engines whose lines may take the quick path
 _FLAG = "\x00"  # where a warm-up flag goes, until the scans are joined
 _MAX_SHAPES = 64  # SGLang line shapes learnt per kind (a log has a handful)
 _BIN0 = 1 << 21  # round-time bins are within +-745000 (logsegment: round times 1e-300..1e300 s)
-
-
-class _Cache(dict):
-    """fn(key) for each key, computed once; cleared when it holds `size` keys."""
-
-    def __init__(self, fn, size: int = 20_000):
-        super().__init__()
-        self.fn, self.size = fn, size
-
-    def __missing__(self, key):
-        x = self.fn(key)
-        if len(self) >= self.size:
-            self.clear()
-        self[key] = x
-        return x
 
 
 class _Shape(NamedTuple):
@@ -169,9 +154,9 @@ class _Pass:
         self.skipped = self.rejected = self.records = 0
         self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
         self.last = {"decode": None, "prefill": None}  # the shape that matched last
-        self.stamps = _Cache(_stamp, 1000)  # prefixes of other forms
-        self.minutes = _Cache(_minute, 1000)
-        self.tails = _Cache(_tail, 1000)
+        self.stamps = BoundedCache(_stamp, 1000)  # prefixes of other forms
+        self.minutes = BoundedCache(_minute, 1000)
+        self.tails = BoundedCache(_tail, 1000)
 
     def learn(self, kind: str, text: str) -> _Shape | None:
         """The shape of this line, and the shape its kind's lines try first from now on; None
@@ -290,7 +275,7 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
     serverlog.write_records writes them, flags left to copy_records."""
     ps = _Pass(engine, year, continues, out, tags, line_offset)
     write = out is not None
-    match, stamp, scan_add, codes, code_of = ps.match, ps.stamp, ps.scan.add_facts, ps.codes, _Cache(tag_code, 4000)
+    match, stamp, scan_add, codes, code_of = ps.match, ps.stamp, ps.scan.add_facts, ps.codes, BoundedCache(tag_code, 4000)
     reader, line_no = ps.reader, 0
     for lines, ended in logio.line_blocks(f, budget):
         batch = []
@@ -344,7 +329,7 @@ def copy_records(out, records, tags, join, deferred: list, limits: list) -> None
             tag = resolve(tag, join, deferred)
         return b"true" if tag is not None and is_warm(tag, limits[tag[0]]) else b"false"
 
-    flags = _Cache(flag)
+    flags = BoundedCache(flag)
     while chunk := records.read(1 << 22):
         codes = array.array("q")
         codes.fromfile(tags, chunk.count(b"\x00"))

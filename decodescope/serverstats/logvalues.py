@@ -69,39 +69,35 @@ def pairs(text: str, lists: bool = False) -> dict:
     continues the previous value: 'c: 0.8, 0.6' -> {'c': [0.8, 0.6]} (vLLM's
     per-position rates are a comma-separated list inside a comma-separated line)."""
     if not lists:  # the common case, in one comprehension; a cached value is reused
-        get = _seen.get
-        return {
-            k: x if (x := get(v, _MISS)) is not _MISS else _remember(v)
-            for k, sep, v in [part.partition(": ") for part in text.split(", ")]
-            if sep
-        }
+        seen = _seen
+        return {k: seen[v] for k, sep, v in [part.partition(": ") for part in text.split(", ")] if sep}
     fields = {}
     key = None
     for part in text.split(", "):
         k, sep, v = part.partition(": ")
         if sep:
             key = k
-            fields[key] = _remember(v)
+            fields[key] = _seen[v]
         elif key is not None and part.strip():
             prev = fields[key]
             fields[key] = (prev if isinstance(prev, list) else [prev]) + [number(part)]
     return fields
 
 
-def _remember(v: str):
-    """value(v), kept: values repeat line after line ("0.12", "True", "10")."""
-    x = _seen.get(v, _MISS)
-    if x is _MISS:
-        x = value(v)
-        if len(_seen) >= _SEEN_MAX:
-            _seen.clear()
-        _seen[v] = x
-    return x
+class BoundedCache(dict):
+    """fn(key) for each key, computed once and kept; cleared when it holds `size` keys, so a
+    long log cannot grow it. A hit is a plain dict lookup (no Python call)."""
 
+    def __init__(self, fn, size: int = 20_000):
+        super().__init__()
+        self.fn, self.size = fn, size
 
-_MISS = object()
-_seen: dict = {}  # value text -> value(text)
-_SEEN_MAX = 20_000  # entries (a few MB at most); cleared when full
+    def __missing__(self, key):
+        x = self.fn(key)
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = x
+        return x
 
 
 def value(v: str):
@@ -115,21 +111,20 @@ def value(v: str):
     return number(v)
 
 
-_hour_epoch: dict[str, float] = {}
+def _hour(hour: str) -> float:
+    return time.mktime(time.strptime(hour, "%Y-%m-%d %H"))
+
+
+# values repeat line after line ("0.12", "True", "10"): value text -> value(text), a few MB at most
+_seen = BoundedCache(value)
+_hour_epoch = BoundedCache(_hour, 100_000)  # 'YYYY-mm-dd HH' -> epoch seconds
 
 
 def local_epoch(stamp: str) -> float | None:
     """Epoch seconds of a local-time 'YYYY-mm-dd HH:MM:SS'. One mktime per hour of log:
     daylight-saving changes fall on the hour, so minutes and seconds simply add."""
-    hour = stamp[:13]
-    base = _hour_epoch.get(hour)
     try:
-        if base is None:
-            base = time.mktime(time.strptime(hour, "%Y-%m-%d %H"))
-            if len(_hour_epoch) > 100_000:
-                _hour_epoch.clear()
-            _hour_epoch[hour] = base
-        return base + int(stamp[14:16]) * 60 + int(stamp[17:19])
+        return _hour_epoch[stamp[:13]] + int(stamp[14:16]) * 60 + int(stamp[17:19])
     except (ValueError, OverflowError):
         return None
 
