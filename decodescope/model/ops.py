@@ -202,6 +202,13 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
             ops.append(attention_op(m, d, batch, tokens_per_req, r))
         elif isinstance(m, StateMixer):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
             ops.append(state_op(m, d, batch, tokens_per_req, r))
+    return ops + reduce_and_floor_ops(layer, tokens, d, r)
+
+
+def reduce_and_floor_ops(layer: Layer, tokens: int, d: Deployment, r: Rates) -> list[Op]:
+    """A layer's tensor-parallel allreduces over `tokens` tokens and its kernel floors (a
+    decode pass and a context pass alike)."""
+    ops = []
     if d.tp > 1:  # one allreduce after the mixer and one after the MLP (row-parallel outputs)
         msg = tokens * layer_hidden(layer) * ACT_BYTES
         ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 
 from decodescope.arch import MLA, Arch, Attention, MoE
 from decodescope.model.deployment import Deployment, check
-from decodescope.model.ops import (ACT_BYTES, Op, Rates, allreduce_op, embedding_ops, head_ops, layer_hidden,
-                                   pipeline_ops, unique_layers, weight_ops)
+from decodescope.model.ops import (Op, Rates, embedding_ops, head_ops, pipeline_ops, reduce_and_floor_ops,
+                                   unique_layers, weight_ops)
 from decodescope.model.predict import ceiling_rates, expected_rates
 from decodescope.model.round import estimate
 
@@ -34,11 +34,7 @@ def prefill_ops(arch: Arch, d: Deployment, r: Rates, prompt: int) -> list[Op]:
         layer_ops = weight_ops(layer.tensors(), moe, d.weights, d, tokens, r)
         if isinstance(layer.mixer, (Attention, MLA)):
             layer_ops.append(_causal_attention(layer.mixer, d, prompt, r))
-        if d.tp > 1:  # one allreduce after the mixer and one after the MLP, over every prompt token
-            msg = tokens * layer_hidden(layer) * ACT_BYTES
-            layer_ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
-                          for part in ("mixer", "mlp") if getattr(layer, part) is not None]
-        layer_ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
+        layer_ops += reduce_and_floor_ops(layer, tokens, d, r)  # allreduces over every prompt token
         ops += [Op(o.component, o.name, o.bytes * n, o.flops * n, o.time_s * n, o.bound) for o in layer_ops]
     return ops + head_ops(arch, d.weights, d, d.batch, 1, r) + pipeline_ops(arch, d, d.batch, prompt, r)
 
