@@ -185,9 +185,12 @@ def test_kimi_linear_kda_layers_keep_a_per_channel_state():
     shapes = {t.name: t.shape for t in kda.tensors()}
     # low-rank decay and output gates through head_dim 128
     assert shapes["f_a_proj"] == (128, 2304) and shapes["g_b_proj"] == (4096, 128)
-    # the card's "48B total, 3B activated" are round figures: 49.12 B (the MoE alone is
-    # 26 x 256 x 3 x 2304 x 1024 = 47.1 B), 3.11 B active without the embedding table
-    assert abs(a.params_total / 1e9 - 48) <= 0.03 * 48
+    # The card's "48B total, 3B activated" are the name's round figures: the routed experts
+    # alone are 26 MoE layers x 256 x 3 x 2304 x 1024 = 47.1 B. llama.cpp counts the
+    # converted Instruct checkpoint's tensors at 49.12 B ("params" column of llama-bench,
+    # https://github.com/ggml-org/llama.cpp/pull/17592).
+    assert abs(a.params_total / 1e9 - 49.12) <= 0.01 * 49.12
+    # 3.11 B active without the embedding table: the card's "3B" at its one digit
     assert round((a.params_active - a.embedding.params) / 1e9) == 3
 
 
