@@ -35,8 +35,9 @@ PUBLISHED = [
     ("zai-org__GLM-4.7-FP8", 355, "total", "https://huggingface.co/zai-org/GLM-4.5"),
     # GLM-5 model card: 744B parameters (40B active)
     ("zai-org__GLM-5", 744, "total", "https://huggingface.co/zai-org/GLM-5"),
-    # hub page: 685B params (the 671B main model and its MTP module)
-    ("deepseek-ai__DeepSeek-V3.2", 685, "with_mtp", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
+    # hub page: 685B params: the 671B main model and the checkpoint's MTP layer, which carries
+    # its own copies of the embedding table and the head (as DeepSeek-V3's card explains its 685B)
+    ("deepseek-ai__DeepSeek-V3.2", 685, "checkpoint", "https://huggingface.co/deepseek-ai/DeepSeek-V3.2"),
     # model card: "Jamba 1.5 Mini has 12B active and 52B total parameters"
     ("ai21labs__AI21-Jamba-1.5-Mini", 52, "total", "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini"),
     # model card: Granite-4.0-H-Small, 32B total parameters, 9B active
@@ -57,7 +58,8 @@ PUBLISHED = [
     # model card: 253B parameters
     ("nvidia__Llama-3_1-Nemotron-Ultra-253B-v1", 253, "total",
      "https://huggingface.co/nvidia/Llama-3_1-Nemotron-Ultra-253B-v1"),
-    # Falcon-H1 technical report, model table (params in billions): 0.5B 0.52, 3B 3.15, 7B 7.59
+    # Falcon-H1 technical report, Table 1, "Params (B)": 0.5B 0.52, 3B 3.15, 7B 7.59 (checked
+    # against a public transcription of the table; 1.5B 1.55, 1.5B-deep 1.55, 34B 33.6)
     ("tiiuae__Falcon-H1-0.5B-Base", 0.52, "total", "https://arxiv.org/abs/2507.22448"),
     ("tiiuae__Falcon-H1-3B-Base.trimmed", 3.15, "total", "https://arxiv.org/abs/2507.22448"),
     ("tiiuae__Falcon-H1-7B-Base.trimmed", 7.59, "total", "https://arxiv.org/abs/2507.22448"),
@@ -105,6 +107,7 @@ PUBLISHED = [
 def test_params_within_one_percent_of_published(name, published, what, url):
     a = load_arch(str(CONFIGS / f"{name}.json"))
     ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
+            "checkpoint": a.params_total + a.params_mtp + 2 * a.embedding.params,
             "non_embedding": a.params_total - a.embedding.params, "layers": a.params_layers_total}[what] / 1e9
     assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
 
