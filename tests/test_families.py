@@ -98,6 +98,14 @@ PUBLISHED = [
     ("zai-org__GLM-4.5V", 106, "total", "https://huggingface.co/zai-org/GLM-4.5-Air"),
     # model card: "~428B parameters and ~23B activated parameters"
     ("MiniMaxAI__MiniMax-M3", 428, "total", "https://huggingface.co/MiniMaxAI/MiniMax-M3"),
+    # Mistral's announcement: 39B active parameters out of 141B
+    ("mistralai__Mixtral-8x22B-v0.1", 141, "total", "https://mistral.ai/news/mixtral-8x22b"),
+    # model card: 480B total parameters, 35B activated
+    ("Qwen__Qwen3-Coder-480B-A35B-Instruct", 480, "total", "https://huggingface.co/Qwen/Qwen3-Coder-480B-A35B-Instruct"),
+    # the name's 397B total (17B active); our language model without its MTP layer: 396.3 B
+    ("Qwen__Qwen3.5-397B-A17B", 397, "total", "https://huggingface.co/Qwen/Qwen3.5-397B-A17B"),
+    # model card: "Number of Parameters: 0.6B; Number of Paramaters (Non-Embedding): 0.44B" (tied)
+    ("Qwen__Qwen3-0.6B", 0.44, "non_embedding", "https://huggingface.co/Qwen/Qwen3-0.6B"),
     # model card: ERNIE-4.5-0.3B, 0.36B parameters
     ("baidu__ERNIE-4.5-0.3B-PT", 0.36, "total", "https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT"),
 ]
