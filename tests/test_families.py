@@ -106,17 +106,25 @@ PUBLISHED = [
     ("Qwen__Qwen3.5-397B-A17B", 397, "total", "https://huggingface.co/Qwen/Qwen3.5-397B-A17B"),
     # model card: "Number of Parameters: 0.6B; Number of Paramaters (Non-Embedding): 0.44B" (tied)
     ("Qwen__Qwen3-0.6B", 0.44, "non_embedding", "https://huggingface.co/Qwen/Qwen3-0.6B"),
+    # Qwen2 announcement, model table: Qwen2-57B-A14B 57.41B parameters, 56.32B without the
+    # embedding table and LM head
+    ("Qwen__Qwen2-57B-A14B", 57.41, "total", "https://qwenlm.github.io/blog/qwen2/"),
+    ("Qwen__Qwen2-57B-A14B", 56.32, "non_embedding_or_head", "https://qwenlm.github.io/blog/qwen2/"),
+    # model card: "Phi-3-Mini-4K-Instruct is a 3.8B parameters, lightweight, state-of-the-art open model"
+    ("microsoft__Phi-3-mini-4k-instruct", 3.8, "total", "https://huggingface.co/microsoft/Phi-3-mini-4k-instruct"),
     # model card: ERNIE-4.5-0.3B, 0.36B parameters
     ("baidu__ERNIE-4.5-0.3B-PT", 0.36, "total", "https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT"),
 ]
 
 
-@pytest.mark.parametrize("name,published,what,url", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+@pytest.mark.parametrize("name,published,what,url", PUBLISHED, ids=[f"{p[0]}-{p[2]}" for p in PUBLISHED])
 def test_params_within_one_percent_of_published(name, published, what, url):
     a = load_arch(str(CONFIGS / f"{name}.json"))
     ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
             "checkpoint": a.params_total + a.params_mtp + 2 * a.embedding.params,
-            "non_embedding": a.params_total - a.embedding.params, "layers": a.params_layers_total}[what] / 1e9
+            "non_embedding": a.params_total - a.embedding.params,
+            "non_embedding_or_head": a.params_total - 2 * a.embedding.params,
+            "layers": a.params_layers_total}[what] / 1e9
     assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
 
 
