@@ -128,6 +128,15 @@ def test_params_within_one_percent_of_published(name, published, what, url):
     assert abs(ours - published) <= 0.01 * published, f"{name}: {ours:.3f} B vs {published} B ({url})"
 
 
+@pytest.mark.parametrize("name,non_embedding", [("google__gemma-2b", 1_981_884_416), ("google__gemma-7b", 7_751_248_896)])
+def test_gemma_non_embedding_counts_match_the_paper_to_the_parameter(name, non_embedding):
+    # Gemma report (https://arxiv.org/abs/2403.08295), table of parameter counts: non-embedding
+    # parameters 1,981,884,416 (2B) and 7,751,248,896 (7B); its embedding counts use a padded
+    # 256,128-row table, the configs' vocab_size is 256,000
+    a = load_arch(str(CONFIGS / f"{name}.json"))
+    assert a.params_total - a.embedding.params == non_embedding
+
+
 def test_qwen2_counts_qkv_biases_but_no_o_bias():
     a = load_arch(str(CONFIGS / "Qwen__Qwen2.5-7B-Instruct.json"))
     names = {t.name: t.shape for t in a.layers[0].tensors()}
