@@ -43,10 +43,10 @@ PUBLISHED = [
     TC("qwen3-32b", "https://huggingface.co/Qwen/Qwen3-32B", "32.8", None, non_embedding_b="31.2"),
     TC("qwen3-30b-a3b", "https://huggingface.co/Qwen/Qwen3-30B-A3B", "30.5", "3.3", non_embedding_b="29.9"),
     TC("qwen3-235b-a22b", "https://huggingface.co/Qwen/Qwen3-235B-A22B", "235", "22", non_embedding_b="234"),
-    # Qwen3.5 names their sizes (27B dense; 35B total, 3B active): whole billions, our
-    # language model's 26.90 B and 34.66 B / 3.46 B round to them
+    # Qwen3.5's names give their totals in whole billions (27B; 35B): our language models
+    # count 26.90 B and 34.66 B (the "A3B" in a name is too coarse to check an active count)
     TC("qwen3.5-27b", "https://huggingface.co/Qwen/Qwen3.5-27B", "27", None),
-    TC("qwen3.5-35b-a3b", "https://huggingface.co/Qwen/Qwen3.5-35B-A3B", "35", "3"),
+    TC("qwen3.5-35b-a3b", "https://huggingface.co/Qwen/Qwen3.5-35B-A3B", "35", None),
     # "Number of Parameters: 80B in total and 3B activated"
     TC("qwen3-next-80b-a3b", "https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct", "80", None),
     # "Mixtral has 46.7B total parameters but only uses 12.9B parameters per token"
