@@ -100,7 +100,7 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * d.link.bw_efficiency)
+                 link_bw=link_bandwidth(d) * d.link.bw_efficiency, kv_per_query_head=d.kv_per_query_head)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
