@@ -68,6 +68,9 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     if d.split_rows:
         return link.nccl_latency_s, (f"row split: one event wait and one peer copy per exchange, no allreduce "
                                      f"kernel: {link.nccl_latency_s * 1e6:g} us each (the link's NCCL latency)")
+    if not d.engine.custom_allreduce:
+        return link.nccl_latency_s, (f"allreduce through NCCL ({d.engine.id} has no custom allreduce by default): "
+                                     f"{link.nccl_latency_s * 1e6:g} us each")
     if link.id.startswith("pcie") and (link.id == "pcie-sys" or not g.p2p or d.tp > 2):
         why = ("P2P is off between CPU sockets" if link.id == "pcie-sys" else
                f"{g.id} has no PCIe P2P" if not g.p2p else "more than 2 GPUs on PCIe")
