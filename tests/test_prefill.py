@@ -68,11 +68,12 @@ def test_decode_steps_at_a_growing_context():
 
 
 def test_the_static_batch_tables_are_end_to_end_and_nothing_else_is():
-    """TensorRT-LLM's v0.6.1 tables time session.generate(), prompts included; the
-    trtllm-bench rows (in-flight batching) and every other source are not marked."""
+    """TensorRT-LLM's v0.6.1 and v0.9.0 tables time session.generate(), prompts included;
+    the trtllm-bench rows (in-flight batching) and every other source are not marked."""
     cases, _ = load_cases()
     marked = {c.id: c for c in cases if c.compare is Compare.END_TO_END}
-    assert set(marked) == {c.id for c in cases if c.source == "TRTPERF"}
+    assert set(marked) == {c.id for c in cases if c.source in ("TRTPERF", "TRTPERF9")}
+    assert (marked["TRTPERF9-11"].prompt, marked["TRTPERF9-11"].output) == (128, 2048)
     assert (marked["TRTPERF-03"].prompt, marked["TRTPERF-03"].output) == (128, 2048)
     assert (marked["TRTPERF-13"].prompt, marked["TRTPERF-13"].output) == (2048, 2048)
 
@@ -81,12 +82,13 @@ def test_per_gpu_tables_are_multiplied_by_tp():
     """Every table of the file gives out tok/s per GPU (the A100 and L40S headers say so in
     the file's next revision, same values): the row's value is the quoted cell x TP."""
     with open(DATA / "public.csv", newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["source_key"] == "TRTPERF"]
+        rows = [r for r in csv.DictReader(f) if r["source_key"] in ("TRTPERF", "TRTPERF9")]
     for r in rows:
         cell = float(r["quote"].strip().strip("|").split("|")[-1].replace(",", ""))
         assert float(r["value"]) == cell * int(r["n_gpu"]), r["id"]
     assert {r["id"]: r["value"] for r in rows if r["id"] in ("TRTPERF-08", "TRTPERF-09")} == \
         {"TRTPERF-08": "1564", "TRTPERF-09": "2100"}  # 782 x 2, 525 x 4
+    assert next(r["value"] for r in rows if r["id"] == "TRTPERF9-11") == "10900"  # v0.9.0 H100: 2,725 x 4
 
 
 def test_end_to_end_rows_need_whole_lengths(tmp_path):

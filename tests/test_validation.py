@@ -45,7 +45,7 @@ def test_profile_numbers_lie_within_their_physical_bounds():
     # between the H200's 1.1 us (CUDA graph) and 6.7 us (eager launch)
     for p in engines().values():
         names = ["bw_efficiency", "kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step",
-                 "allreduce_latency_scale"] + [f"memory_efficiency.{k}" for k in p.memory_efficiency]
+                 "allreduce_latency_scale", "flops_efficiency"] + [f"memory_efficiency.{k}" for k in p.memory_efficiency]
         names += [f"format_efficiency.{k}" for k in p.format_efficiency]
         for name in names:
             lo, hi = bounds(name)
@@ -66,6 +66,17 @@ def _sample(name, source, inv, ms):
                   Linear(0.0, "bw_efficiency", inv, (), (("host_ms_per_pass", 1.0),)))
 
 
+def test_compute_share_enters_the_shortcut_as_its_inverse():
+    # round_ms = const + inv / bw + compute / flops: 1 + 2 / 0.5 + 3 / 0.6 = 1 + 4 + 5 = 10 ms
+    lin = Linear(1.0, "bw_efficiency", 2.0, (), (), 3.0)
+    assert lin.round_ms({"bw_efficiency": 0.5, "flops_efficiency": 0.6}) == pytest.approx(10.0)
+    assert lin.params == {"bw_efficiency", "flops_efficiency"}
+    # fitted for TensorRT-LLM only (its tables' rows are compute-bound), never for the others
+    cases = load_cases()[0]
+    assert "flops_efficiency" in candidate_params("trtllm", [c for c in cases if c.engine == "trtllm"])
+    assert "flops_efficiency" not in candidate_params("vllm", [c for c in cases if c.engine == "vllm"])
+
+
 def test_leave_one_source_out_on_hand_made_rows():
     # round_ms = inv / bw_efficiency + host_ms_per_pass. Source A's rows are exactly
     # bw 0.8, host 0.5: 8/0.8+0.5 = 10.5 ms and 16/0.8+0.5 = 20.5 ms. Source B's are
@@ -83,7 +94,8 @@ def test_leave_one_source_out_on_hand_made_rows():
     assert leave_one_source_out(rows[:2], {"bw_efficiency": 0.6, "host_ms_per_pass": 2.0}) == {}  # one source
 
 
-@pytest.mark.parametrize("row", ["GF-03", "GF-08", "XD-15", "CLUB-01", "SCN-01"])
+# TRTPERF9-04 / TRTPERF-03: compute-bound static batches, where flops_efficiency is fitted too
+@pytest.mark.parametrize("row", ["GF-03", "GF-08", "XD-15", "CLUB-01", "SCN-01", "TRTPERF9-04", "TRTPERF-03"])
 def test_the_fit_shortcut_equals_the_model(row):
     """Linear's round time at a profile far from where it was taken equals the model's."""
     case = next(c for c in load_cases()[0] if c.id == row)

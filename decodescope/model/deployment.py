@@ -139,6 +139,10 @@ class Deployment:
     # llama.cpp --split-mode row: every weight matrix split by rows over the tp GPUs, the
     # KV cache and all other ops on the main GPU, two exchanges per matmul (model/rowsplit.py)
     split_rows: bool = False
+    # the decode attention kernel streams each request's KV cache once per query head, not
+    # once per KV head (TensorRT-LLM's masked MHA kernel of late 2023: one thread block per
+    # query head and request, before its grouped-query XQA kernel); only GQA / MQA differ
+    kv_per_query_head: bool = False
 
     @property
     def gpus(self) -> int:
@@ -157,7 +161,8 @@ class Deployment:
                 "link": self.link.id, "weights": self.weights.to_dict(), "kv": self.kv_dtype,
                 "batch": self.batch, "context": self.context, "spec": self.spec.to_dict(),
                 "draft": self.draft.name if self.draft else None, "engine": self.engine.id,
-                "same_tokens": self.same_tokens, "split_rows": self.split_rows}
+                "same_tokens": self.same_tokens, "split_rows": self.split_rows,
+                "kv_per_query_head": self.kv_per_query_head}
 
 
 def check(arch: Arch, d: Deployment) -> None:

@@ -34,6 +34,7 @@ class EngineProfile:
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
     lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
     state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
+    custom_allreduce: bool = True  # a one-shot P2P allreduce for small messages; False: always NCCL's latency
     splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
     formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""

@@ -28,6 +28,9 @@ class Rates(NamedTuple):
     kernel_floor_s: float  # fixed time per kernel
     allreduce_alpha_s: float
     link_bw: float  # bytes/s per direction between two GPUs of the group
+    # the engine's decode attention reads the KV cache once per query head (expected rates
+    # of a Deployment.kv_per_query_head; the ceiling takes a kernel that reads it once)
+    kv_per_query_head: bool = False
 
 
 class Op(NamedTuple):
@@ -137,9 +140,20 @@ def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates
         kv_heads = 1  # one latent per token, replicated on every TP rank
     else:
         kv_heads = max(1, mixer.num_key_value_heads // d.tp)
-    nbytes = batch * mixer.kv_read_bytes(context, kv_heads, d.kv_bytes)
+    nbytes = batch * mixer.kv_read_bytes(context, kv_heads, d.kv_bytes) * kv_reads_per_head(mixer, d, kv_heads, r)
     flops = batch * tokens_per_req * mixer.attention_flops_per_token(mixer.num_attention_heads / d.tp, context)
     return _roofline("kv_cache", "attention", nbytes, flops, r.bw, r.flops["bf16"])
+
+
+def kv_reads_per_head(mixer, d: Deployment, kv_heads: int, r: Rates) -> float:
+    """Times a decode pass streams each of a GPU's `kv_heads` KV caches: once, or once per
+    query head of its group (the GPU's query heads / its KV heads) where the kernel gives
+    every query head its own thread block (Rates.kv_per_query_head; only grouped-query
+    attention differs). The expected estimate costs those reads at memory bandwidth (their
+    reuse in L2 is not modelled); the ceiling reads once, as a kernel that reuses them would."""
+    if not r.kv_per_query_head or not isinstance(mixer, Attention):
+        return 1.0
+    return max(1.0, mixer.num_attention_heads / d.tp / kv_heads)
 
 
 def state_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:

@@ -68,6 +68,9 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     if d.split_rows:
         return link.nccl_latency_s, (f"row split: one event wait and one peer copy per exchange, no allreduce "
                                      f"kernel: {link.nccl_latency_s * 1e6:g} us each (the link's NCCL latency)")
+    if not d.engine.custom_allreduce:
+        return link.nccl_latency_s, (f"allreduce through NCCL ({d.engine.id} has no custom allreduce by default): "
+                                     f"{link.nccl_latency_s * 1e6:g} us each")
     if link.id.startswith("pcie") and (link.id == "pcie-sys" or not g.p2p or d.tp > 2):
         why = ("P2P is off between CPU sockets" if link.id == "pcie-sys" else
                f"{g.id} has no PCIe P2P" if not g.p2p else "more than 2 GPUs on PCIe")
@@ -100,7 +103,7 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * d.link.bw_efficiency)
+                 link_bw=link_bandwidth(d) * d.link.bw_efficiency, kv_per_query_head=d.kv_per_query_head)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:

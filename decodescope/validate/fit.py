@@ -24,16 +24,22 @@ BOUNDS = {
     "host_ms_per_pass": (0.0026, 8.0),  # low: the CPU enqueue of one CUDA graph replay, 2.6 us
     "host_ms_per_draft_step": (0.0, 12.0),
     "allreduce_latency_scale": (0.5, 6.0),
+    "flops_efficiency": (0.3, 0.79),  # high: a bf16 matmul reached 786 of 989 TFLOP/s
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
 NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
-           "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0}
+           "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0,
+           "flops_efficiency": 0.6}
 # engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime). The others keep the measured floor.
 FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc"})
 # engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
 SPLIT_MEMORY = frozenset({"llamacpp"})
+# engines with rows whose time is mostly compute-bound GEMMs (TensorRT-LLM's static-batch
+# tables: hundreds of sequences per decode step, context passes over 10^5 tokens): their
+# share of the datasheet tensor FLOP/s is fitted; the others keep their estimate
+FITTED_FLOPS = frozenset({"trtllm"})
 LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale")
 SIXTEEN_BIT = ("bf16", "fp16")
 
@@ -78,6 +84,7 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
     names += sorted({f"format_efficiency.{format_family(f)}" for f in fmts
                      if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
     names += ["kernel_floor_us"] if engine in FITTED_FLOOR else []
+    names += ["flops_efficiency"] if engine in FITTED_FLOPS else []
     return names + ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
 
 
@@ -91,12 +98,14 @@ def neutral(profile: EngineProfile, params: list[str]) -> EngineProfile:
 @dataclass(frozen=True)
 class Linear:
     """A row's expected round (ms) as a function of the fitted parameters:
-    const + inv / m + sum(b / (m * f)) + sum(slope * value), m the row's memory efficiency."""
+    const + inv / m + sum(b / (m * f)) + sum(slope * value) + compute / flops_efficiency,
+    m the row's memory efficiency."""
     const: float
     m: str  # the parameter that sets this row's memory efficiency
     inv: float  # ms at efficiency 1 of the streams in no fitted format (16-bit weights, KV, state)
     formats: tuple[tuple[str, float], ...]  # (format parameter, ms at efficiency 1)
     slopes: tuple[tuple[str, float], ...]  # (parameter, ms per unit)
+    compute: float = 0.0  # ms of the compute-bound operators at flops_efficiency 1 (where fitted)
 
     def round_ms(self, v: dict[str, float]) -> float:
         m = v[self.m]
@@ -105,11 +114,12 @@ class Linear:
             t += b / (m * v[name])
         for name, s in self.slopes:
             t += s * v[name]
-        return t
+        return t + (self.compute / v["flops_efficiency"] if self.compute else 0.0)
 
     @property
     def params(self) -> set[str]:
-        return {self.m} | {n for n, _ in self.formats} | {n for n, _ in self.slopes}
+        extra = {"flops_efficiency"} if self.compute else set()
+        return {self.m} | {n for n, _ in self.formats} | {n for n, _ in self.slopes} | extra
 
 
 def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
@@ -129,7 +139,12 @@ def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
                     if abs(b) > tiny)
     total = (ms(**{m: 0.8 * m0}) - t0) / (1 / (0.8 * m0) - 1 / m0)  # inv + sum(b / f0)
     inv = total - sum(b / v0[p] for p, b in formats)
-    partial = Linear(0.0, m, inv, formats, slopes)
+    compute = 0.0
+    if "flops_efficiency" in v0:  # the same secant in 1 / flops_efficiency
+        f0 = v0["flops_efficiency"]
+        compute = (ms(flops_efficiency=0.8 * f0) - t0) / (1 / (0.8 * f0) - 1 / f0)
+        compute = compute if abs(compute) > tiny else 0.0
+    partial = Linear(0.0, m, inv, formats, slopes, compute)
     return replace(partial, const=t0 - partial.round_ms(v0 | {m: m0}))
 
 
@@ -168,17 +183,20 @@ def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
         for name, c in lin.slopes:
             if name not in index:
                 base += c * fixed[name]
+        ci = index.get("flops_efficiency", -1) if lin.compute else -1
+        if lin.compute and ci < 0:
+            base += lin.compute / fixed["flops_efficiency"]
         rows.append((math.log(s.tokens * 1e3 / s.measured), base, index[lin.m], lin.inv,
                      tuple((index[n], b) for n, b in lin.formats), tuple((index[n], c) for n, c in lin.slopes
-                                                                         if n in index)))
+                                                                         if n in index), ci, lin.compute))
     lows, highs = [bounds(p)[0] for p in free], [bounds(p)[1] for p in free]
 
     def f(x: list[float]) -> float:
         x = [min(h, max(lo, xi)) for lo, h, xi in zip(lows, highs, x)]
         total = 0.0
-        for logged, base, mi, inv, fmts, slopes in rows:
+        for logged, base, mi, inv, fmts, slopes, ci, compute in rows:
             m = x[mi]
-            t = base + inv / m
+            t = base + inv / m + (compute / x[ci] if ci >= 0 else 0.0)
             for j, b in fmts:
                 t += b / (m * x[j])
             for j, c in slopes:

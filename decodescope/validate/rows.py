@@ -113,12 +113,14 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
                         kv=dep["kv"] or None, batch=int(dep["batch"]), context=int(dep["context"]),
                         spec=dep["spec"] or "none", accept=accept, engine=dep["engine"], link=dep["link"] or None,
                         draft=load_arch(_model(dep["draft"], data)) if dep["draft"] else None,
-                        same_tokens=_flag(dep.get("same_tokens", "")), tree=dep.get("tree") or None)
+                        same_tokens=_flag(dep.get("same_tokens") or "", "same_tokens"), tree=dep.get("tree") or None)
     if (dep.get("split") or "") not in ("", "row"):
         raise DecodescopeError(f"split '{dep['split']}' is neither row nor empty")
     if dep.get("split") == "row":
         d = replace(d, split_rows=True)
         check(arch, d)
+    if _flag(dep.get("kv_per_query_head") or "", "kv_per_query_head"):
+        d = replace(d, kv_per_query_head=True)
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     try:
@@ -143,18 +145,19 @@ def _lengths(pub: dict) -> tuple[int, int]:
     return prompt, output
 
 
-def _flag(value: str) -> bool:
-    """deployments.csv's same_tokens: 'yes' when the benchmark fed every request the same
-    token (its own column, so that the model never reads it from the free-text note);
-    an older file without the column means no."""
+def _flag(value: str, column: str) -> bool:
+    """A yes/no column of deployments.csv (its own column, so that the model never reads it
+    from the free-text note); an older file without the column means no."""
     v = (value or "").strip().lower()
     if v not in ("", "yes", "no"):
-        raise DecodescopeError(f"same_tokens '{value}' is neither yes, no nor empty")
+        raise DecodescopeError(f"{column} '{value}' is neither yes, no nor empty")
     return v == "yes"
 # optional columns (an older file without them, or a row that ends before them, reads as
 # empty): same_tokens; tree (TOPK:N, an EAGLE tree's topk and verified tokens as the source
 # states them; empty: a chain); split ("row": llama.cpp's row split over the tp GPUs, the
-# only multi-GPU mode of llama.cpp builds before January 2024; empty: as tp / pp say)
+# only multi-GPU mode of llama.cpp builds before January 2024; empty: as tp / pp say);
+# kv_per_query_head (yes: the decode attention kernel reads the KV cache once per query
+# head, TensorRT-LLM's masked MHA kernel of v0.5 / v0.6.1: Deployment.kv_per_query_head)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
