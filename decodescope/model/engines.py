@@ -34,6 +34,8 @@ class EngineProfile:
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
     lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
     state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
+    # share of the NVLink bandwidth the engine's own (P2P) allreduce kernels reach; 0: the link's (NCCL's)
+    custom_allreduce_bw_efficiency: float = 0.0
     splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
     formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""

@@ -31,7 +31,7 @@ NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 
 # engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime). The others keep the measured floor.
-FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc"})
+FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc", "sglang"})
 # engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
 SPLIT_MEMORY = frozenset({"llamacpp"})
 LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale")
