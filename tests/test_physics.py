@@ -6,7 +6,8 @@ import pytest
 from decodescope.arch import GatedDeltaNet, load_arch
 from decodescope.hardware import get_gpu
 from decodescope.model import get_engine, make_deployment, predict
-from decodescope.model.predict import ceiling_rates
+from decodescope.model.ops import allreduce_op
+from decodescope.model.predict import ceiling_rates, expected_rates
 from decodescope.model.round import all_accepted, draft_step_ops, verify_ops
 
 
@@ -178,3 +179,24 @@ def test_llamacpp_layer_split_runs_a_decode_batch_through_the_stages_in_turn():
     assert _c(cpp, "weights") == pytest.approx(_c(one, "weights") / 2, rel=1e-9)
     one_vl = _p("llama-3.1-8b", "rtx-3090", engine="vllm", weights="fp8", batch=4)
     assert _c(vl, "weights") == pytest.approx(_c(one_vl, "weights"), rel=1e-9)
+
+
+def test_sglang_custom_allreduce_reaches_its_measured_share_of_nvlink():
+    """SGLang's own allreduce on H100 (https://github.com/sgl-project/sglang/pull/2904):
+    TP 8 takes 7.8 us at 32 KB and 33.8 us at 1 MB; the ring formula's bandwidth term then
+    runs at 0.142 x 450 GB/s = 63.9 GB/s, not NCCL's 0.67 x 450 = 301.5 GB/s. A 70B verify
+    of 64 tokens at TP 8 reduces 64 x 8192 x 2 B = 1,048,576 B: 1.75 x 1,048,576 B / 63.9 GB/s
+    = 28.72 us + alpha 6 us x the profile's scale (0.906: 5.44 us) = 34.15 us, against the
+    PR's 33.8 us. Over PCIe across sockets SGLang falls back to NCCL: the link's 0.5 applies."""
+    arch = load_arch("llama-3.1-70b")
+    sgl = expected_rates(make_deployment(arch, "h100-sxm", tp=8, engine="sglang"))
+    vllm = expected_rates(make_deployment(arch, "h100-sxm", tp=8, engine="vllm"))
+    assert sgl.link_bw == pytest.approx(450e9 * 0.142, rel=1e-12)
+    assert vllm.link_bw == pytest.approx(450e9 * 0.67, rel=1e-12)
+    scale = get_engine("sglang").allreduce_latency_scale
+    t = allreduce_op("mlp allreduce", 1_048_576, 8, sgl).time_s
+    assert t == pytest.approx(1.75 * 1_048_576 / 63.9e9 + 6e-6 * scale, rel=1e-9)
+    assert t * 1e6 == pytest.approx(33.8, rel=0.05)
+    a6000 = expected_rates(make_deployment(load_arch("qwen3.6-27b"), "rtx-a6000", tp=2, engine="sglang",
+                                           link="pcie-sys"))
+    assert a6000.link_bw == pytest.approx(16 * 1.969e9 * 0.5, rel=1e-12)  # PCIe 4.0 x16 per direction x 0.5
