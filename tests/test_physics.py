@@ -1,6 +1,12 @@
 """Engine-specific physics of one decode round, each checked against a derivation by
 hand from the engine's source (URLs in decodescope/model/engines.toml and in comments)."""
 
+import collections
+import gzip
+import json
+import statistics
+from pathlib import Path
+
 import pytest
 
 from decodescope.arch import GatedDeltaNet, load_arch
@@ -200,3 +206,34 @@ def test_sglang_custom_allreduce_reaches_its_measured_share_of_nvlink():
     a6000 = expected_rates(make_deployment(load_arch("qwen3.6-27b"), "rtx-a6000", tp=2, engine="sglang",
                                            link="pcie-sys"))
     assert a6000.link_bw == pytest.approx(16 * 1.969e9 * 0.5, rel=1e-12)  # PCIe 4.0 x16 per direction x 0.5
+
+
+def test_a_real_weight_product_costs_microseconds_beyond_its_bytes():
+    """Why SGLang's fitted kernel floor (engines.toml, ~4.7 us) is above the 1.1 us of an
+    empty kernel in a CUDA graph: in the H200 trace of a Llama-3.1-8B decode loop (32
+    layers x 5 steps = 160 calls of each GEMV, durations ranked as the bytes are), by hand
+    from the kernels' medians:
+      gate_up 4096 x 28672 x 2 B = 234,881,024 B in 56.576 us; qkv 4096 x 6144 x 2 B =
+      50,331,648 B in 15.744 us: 184,549,376 B / 40.832 us = 4.52 TB/s, and
+      15.744 - 50,331,648 B / 4.52 TB/s = 15.744 - 11.14 = 4.60 us fixed.
+      Split-K pair, each + its 1.696 us reduce: down 117,440,512 B in 31.488 us, o
+      33,554,432 B in 12.192 us: 83,886,080 B / 19.296 us = 4.35 TB/s, fixed 12.192 - 7.72 = 4.47 us.
+    The LM head (1,050,673,152 B, 243.456 us) agrees: 1,050,673,152 / 4.52 TB/s + 4.60 = 237.1 us."""
+    trace = json.load(gzip.open(Path(__file__).parent / "data/h200/trace_graph_llama8b_shape.json.gz"))
+    durs = collections.defaultdict(list)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            durs[e["name"]].append(e["dur"])
+    med = {name.split("_v_bz")[0].removeprefix("nvjet_sm90_tst_") + ("_splitK" if "splitK_TNT" in name else ""):
+           statistics.median(v) for name, v in durs.items() if name.startswith("nvjet")}
+    reduce_us = statistics.median(next(v for k, v in durs.items() if "splitKreduce" in k))
+    gate_up, qkv = med["128x8_64x12_2x1"], med["64x8_64x16_4x1"]
+    down, o = med["128x8_64x12_2x1_splitK"] + reduce_us, med["64x8_64x16_2x1_splitK"] + reduce_us
+    bw = (234_881_024 - 50_331_648) / (gate_up - qkv)  # B/us
+    assert bw / 1e6 == pytest.approx(4.52, abs=0.01)  # TB/s
+    assert qkv - 50_331_648 / bw == pytest.approx(4.60, abs=0.01)
+    bw_split = (117_440_512 - 33_554_432) / (down - o)
+    assert bw_split / 1e6 == pytest.approx(4.35, abs=0.01)
+    assert o - 33_554_432 / bw_split == pytest.approx(4.47, abs=0.01)
+    assert med["256x8_64x6_2x1"] == pytest.approx(1_050_673_152 / bw + 4.60, rel=0.03)
+    assert get_engine("sglang").kernel_floor_us > 1.1 * 3
