@@ -8,6 +8,12 @@ from functools import cache
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 
+# one kernel launch as an H200 measured it (tests/data/h200/gpu_check_results.json): eagerly
+# from PyTorch, and replayed in a CUDA graph; a profile's kernel floor may add the kernel's
+# own cost beyond its bytes on top (fitted floors)
+EAGER_KERNEL_US = 6.7
+GRAPH_KERNEL_US = 1.1
+
 
 @dataclass(frozen=True)
 class EngineProfile:
