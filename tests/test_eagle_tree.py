@@ -22,13 +22,18 @@ import pytest
 from decodescope.arch import load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import make_deployment, parse_spec, predict
+from decodescope.model.ops import Rates
+from decodescope.model.round import draft_ops
 from decodescope.validate.rows import DATA, load_cases
 
 TARGET = 7_504_658_432
 # the EAGLE-3 head modelled without --draft: one decoder layer of the target's shape
 # (218,103,808), fc 4096 x 12288 (50,331,648) and an LM head over 32000 draft tokens
-# (32000 x 4096 = 131,072,000): 399,507,456 weights
+# (32000 x 4096 = 131,072,000): 399,507,456 weights in the first step; the fc fuses the
+# target's 3 hidden states, which only the step after verify has: later steps 349,175,808
 HEAD = 399_507_456
+HEAD_LATER = 349_175_808
+FC = 50_331_648
 
 
 def _run(tree, k=4, context=1024):
@@ -48,12 +53,33 @@ def test_verify_scores_the_tree_tokens():
 
 def test_draft_steps_after_the_first_run_topk_branches():
     """Steps 2..4 run 4 tokens per request instead of 1: 3 steps x 3 more tokens.
-    Head weights: 9 x 2 x 399,507,456 = 7,191,134,208 FLOP.
+    Head weights without the fc: 9 x 2 x 349,175,808 = 6,285,164,544 FLOP.
     Attention (4 x 32 heads x 128 x context FLOP per token, context = 1024 + tokens of the
     pass): one step 4 x 16384 x 1028 - 16384 x 1025 = 16384 x 3087 = 50,577,408; x 3 = 151,732,224.
-    Sum 7,342,866,432 FLOP."""
+    Sum 6,436,896,768 FLOP."""
     chain, tree = _run(None), _run("4:16")
-    assert tree["draft"].flops - chain["draft"].flops == pytest.approx(7_342_866_432, rel=1e-9)
+    assert tree["draft"].flops - chain["draft"].flops == pytest.approx(6_436_896_768, rel=1e-9)
+
+
+def test_eagle3_fc_runs_in_the_first_draft_step_only():
+    """The fc (4096 x 12288 = 50,331,648 weights, 16-bit, replicated) fuses the target's
+    3 hidden states; SGLang's llama_eagle3.py skips it once the head feeds its own hidden
+    state. eagle:4 reads it once a round: 4 steps x 2 B x 349,175,808 + 2 B x 50,331,648 of
+    head weights (2,894,069,760 B), against 4 x 2 B x 399,507,456 were it in every step:
+    3 x 100,663,296 = 301,989,888 B fewer. Chain of 4: 2 FLOP x (4 x 349,175,808 + 50,331,648) = 2,894,069,760
+    FLOP of head weights."""
+    draft = _run(None)["draft"]
+    head_bytes = 2 * (4 * HEAD_LATER + FC)
+    assert 4 * 2 * HEAD - head_bytes == 301_989_888
+    arch = load_arch("llama-3.1-8b")
+    d = make_deployment(arch, "h100-sxm", spec="eagle:4", accept=3.0, context=1024)
+    ops = draft_ops(arch, d, Rates(1e12, {}, {"bf16": 1e15}, 0.0, 0.0, float("inf")))
+    weights = [op for op in ops if op.component == "weights"]
+    # + per step 4 norms of 4096 x 2 B (input, post-attention, the head's own, the final): 4 x 32,768 = 131,072 B
+    assert sum(op.bytes for op in weights) == pytest.approx(head_bytes + 131_072, rel=1e-12)
+    assert sum(op.flops for op in weights) == pytest.approx(2 * (4 * HEAD_LATER + FC), rel=1e-12)
+    assert [op.name for op in weights].count("fc") == 1
+    assert draft.bytes > head_bytes
 
 
 def test_default_and_topk_one_are_the_chain():

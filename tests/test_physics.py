@@ -1,12 +1,19 @@
 """Engine-specific physics of one decode round, each checked against a derivation by
 hand from the engine's source (URLs in decodescope/model/engines.toml and in comments)."""
 
+import collections
+import gzip
+import json
+import statistics
+from pathlib import Path
+
 import pytest
 
 from decodescope.arch import GatedDeltaNet, load_arch
 from decodescope.hardware import get_gpu
 from decodescope.model import get_engine, make_deployment, predict
-from decodescope.model.predict import ceiling_rates
+from decodescope.model.ops import allreduce_op
+from decodescope.model.predict import ceiling_rates, expected_rates
 from decodescope.model.round import all_accepted, draft_step_ops, verify_ops
 
 
@@ -178,3 +185,55 @@ def test_llamacpp_layer_split_runs_a_decode_batch_through_the_stages_in_turn():
     assert _c(cpp, "weights") == pytest.approx(_c(one, "weights") / 2, rel=1e-9)
     one_vl = _p("llama-3.1-8b", "rtx-3090", engine="vllm", weights="fp8", batch=4)
     assert _c(vl, "weights") == pytest.approx(_c(one_vl, "weights"), rel=1e-9)
+
+
+def test_sglang_custom_allreduce_reaches_its_measured_share_of_nvlink():
+    """SGLang's own allreduce on H100 (https://github.com/sgl-project/sglang/pull/2904):
+    TP 8 takes 7.8 us at 32 KB and 33.8 us at 1 MB; the ring formula's bandwidth term then
+    runs at 0.142 x 450 GB/s = 63.9 GB/s, not NCCL's 0.67 x 450 = 301.5 GB/s. A 70B verify
+    of 64 tokens at TP 8 reduces 64 x 8192 x 2 B = 1,048,576 B: 1.75 x 1,048,576 B / 63.9 GB/s
+    = 28.72 us + alpha 6 us x the profile's scale (0.906: 5.44 us) = 34.15 us, against the
+    PR's 33.8 us. Over PCIe across sockets SGLang falls back to NCCL: the link's 0.5 applies."""
+    arch = load_arch("llama-3.1-70b")
+    sgl = expected_rates(make_deployment(arch, "h100-sxm", tp=8, engine="sglang"))
+    vllm = expected_rates(make_deployment(arch, "h100-sxm", tp=8, engine="vllm"))
+    assert sgl.link_bw == pytest.approx(450e9 * 0.142, rel=1e-12)
+    assert vllm.link_bw == pytest.approx(450e9 * 0.67, rel=1e-12)
+    scale = get_engine("sglang").allreduce_latency_scale
+    t = allreduce_op("mlp allreduce", 1_048_576, 8, sgl).time_s
+    assert t == pytest.approx(1.75 * 1_048_576 / 63.9e9 + 6e-6 * scale, rel=1e-9)
+    assert t * 1e6 == pytest.approx(33.8, rel=0.05)
+    a6000 = expected_rates(make_deployment(load_arch("qwen3.6-27b"), "rtx-a6000", tp=2, engine="sglang",
+                                           link="pcie-sys"))
+    assert a6000.link_bw == pytest.approx(16 * 1.969e9 * 0.5, rel=1e-12)  # PCIe 4.0 x16 per direction x 0.5
+
+
+def test_a_real_weight_product_costs_microseconds_beyond_its_bytes():
+    """Why SGLang's fitted kernel floor (engines.toml, ~4.7 us) is above the 1.1 us of an
+    empty kernel in a CUDA graph: in the H200 trace of a Llama-3.1-8B decode loop (32
+    layers x 5 steps = 160 calls of each GEMV, durations ranked as the bytes are), by hand
+    from the kernels' medians:
+      gate_up 4096 x 28672 x 2 B = 234,881,024 B in 56.576 us; qkv 4096 x 6144 x 2 B =
+      50,331,648 B in 15.744 us: 184,549,376 B / 40.832 us = 4.52 TB/s, and
+      15.744 - 50,331,648 B / 4.52 TB/s = 15.744 - 11.14 = 4.60 us fixed.
+      Split-K pair, each + its 1.696 us reduce: down 117,440,512 B in 31.488 us, o
+      33,554,432 B in 12.192 us: 83,886,080 B / 19.296 us = 4.35 TB/s, fixed 12.192 - 7.72 = 4.47 us.
+    The LM head (1,050,673,152 B, 243.456 us) agrees: 1,050,673,152 / 4.52 TB/s + 4.60 = 237.1 us."""
+    trace = json.load(gzip.open(Path(__file__).parent / "data/h200/trace_graph_llama8b_shape.json.gz"))
+    durs = collections.defaultdict(list)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == "kernel":
+            durs[e["name"]].append(e["dur"])
+    med = {name.split("_v_bz")[0].removeprefix("nvjet_sm90_tst_") + ("_splitK" if "splitK_TNT" in name else ""):
+           statistics.median(v) for name, v in durs.items() if name.startswith("nvjet")}
+    reduce_us = statistics.median(next(v for k, v in durs.items() if "splitKreduce" in k))
+    gate_up, qkv = med["128x8_64x12_2x1"], med["64x8_64x16_4x1"]
+    down, o = med["128x8_64x12_2x1_splitK"] + reduce_us, med["64x8_64x16_2x1_splitK"] + reduce_us
+    bw = (234_881_024 - 50_331_648) / (gate_up - qkv)  # B/us
+    assert bw / 1e6 == pytest.approx(4.52, abs=0.01)  # TB/s
+    assert qkv - 50_331_648 / bw == pytest.approx(4.60, abs=0.01)
+    bw_split = (117_440_512 - 33_554_432) / (down - o)
+    assert bw_split / 1e6 == pytest.approx(4.35, abs=0.01)
+    assert o - 33_554_432 / bw_split == pytest.approx(4.47, abs=0.01)
+    assert med["256x8_64x6_2x1"] == pytest.approx(1_050_673_152 / bw + 4.60, rel=0.03)
+    assert get_engine("sglang").kernel_floor_us > 1.1 * 3

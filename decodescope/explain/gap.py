@@ -16,12 +16,10 @@ from math import ceil
 from decodescope.arch import Arch
 from decodescope.explain.observations import LogFacts, TraceFacts
 from decodescope.model.deployment import Deployment
+from decodescope.model.engines import EAGER_KERNEL_US, GRAPH_KERNEL_US
 from decodescope.model.predict import Prediction, allreduce_alpha, ceiling_rates, expected_rates, peak_flops
 from decodescope.model.round import draft_step_ops, draft_steps, micro_batches, sum_ops
 
-# A kernel launched eagerly (no CUDA graph) costs 6.7 us on an H200, one replayed in a
-# graph 1.1 us (tests/data/h200/gpu_check_results.json, as in the model's engines.toml).
-EAGER_KERNEL_US = 6.7
 MEMORY_PARTS = ("weights", "kv_cache", "state")
 ROUNDS_PER_SGLANG_LINE = 40  # see inputs.SGLANG_ROUNDS_PER_LINE
 CALIBRATION_PREFIX = "calibration "  # the source hardware.calibration.apply gives the numbers it replaced
@@ -134,10 +132,14 @@ def log_terms(arch: Arch, d: Deployment, p: Prediction, kernels_ms: float, log: 
         return []
     n = log.decode_windows
     off = log.cuda_graph_off_windows
-    extra = off / n * kernels_ms * (EAGER_KERNEL_US / d.engine.kernel_floor_us - 1) if off else 0.0
+    # the profile's floor is the launch in a graph plus what the kernel itself costs beyond its
+    # bytes (fitted engines: more than 1.1 us); eagerly only the launch part grows
+    launches = kernels_ms / d.engine.kernel_floor_us  # thousands of kernels per round
+    extra = off / n * launches * (EAGER_KERNEL_US - GRAPH_KERNEL_US) if off else 0.0
     graphs = GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
-                     f"{off} of {n} windows say `cuda graph: False`: kernels launched eagerly at {EAGER_KERNEL_US:g} us, "
-                     f"not {d.engine.kernel_floor_us:g} us" if off else f"none of {n} windows says `cuda graph: False`")
+                     f"{off} of {n} windows say `cuda graph: False`: each kernel launched eagerly at "
+                     f"{EAGER_KERNEL_US:g} us, not {GRAPH_KERNEL_US:g} us in a graph" if off
+                     else f"none of {n} windows says `cuda graph: False`")
     prefill = GapTerm(Term.PREFILL, _prefill_ms(arch, d, p, log) if log.prefill_batches else 0.0, Source.LOG,
                       f"{log.prefill_batches} prefill batches ({log.prefill_tokens} prompt tokens) ran inside the "
                       f"decode windows, spread over {ROUNDS_PER_SGLANG_LINE} rounds per window"

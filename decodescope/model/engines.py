@@ -8,6 +8,12 @@ from functools import cache
 from decodescope.datafile import load_toml
 from decodescope.errors import DecodescopeError
 
+# one kernel launch as an H200 measured it (tests/data/h200/gpu_check_results.json): eagerly
+# from PyTorch, and replayed in a CUDA graph; a profile's kernel floor may add the kernel's
+# own cost beyond its bytes on top (fitted floors)
+EAGER_KERNEL_US = 6.7
+GRAPH_KERNEL_US = 1.1
+
 
 @dataclass(frozen=True)
 class EngineProfile:
@@ -35,6 +41,8 @@ class EngineProfile:
     lm_head_quantized: bool = False  # the LM head takes the weight format's bits (else 16-bit)
     state_commit_after_verify: bool = False  # accepted linear-attention state copied into the cache after a verify
     custom_allreduce: bool = True  # a one-shot P2P allreduce for small messages; False: always NCCL's latency
+    # share of the NVLink bandwidth the engine's own (P2P) allreduce kernels reach; 0: the link's (NCCL's)
+    custom_allreduce_bw_efficiency: float = 0.0
     splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
     formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""

@@ -103,7 +103,17 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * d.link.bw_efficiency, kv_per_query_head=d.kv_per_query_head)
+                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d), kv_per_query_head=d.kv_per_query_head)
+
+
+def allreduce_bw_efficiency(d: Deployment) -> float:
+    """Achievable share of the link's bandwidth in an allreduce: the engine's own P2P
+    kernels' where they run over NVLink (allreduce_alpha found no reason for NCCL), else
+    the link's (NCCL's, from nccl-tests)."""
+    custom = d.engine.custom_allreduce_bw_efficiency
+    if custom and d.link.id in ("nvlink", "nvswitch") and not d.split_rows and not allreduce_alpha(d)[1]:
+        return custom
+    return d.link.bw_efficiency
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:

@@ -66,7 +66,8 @@ def draft_step_ops(arch: Arch, d: Deployment, r: Rates, step: int) -> list[Op]:
     if method == "eagle":
         if d.draft is not None:
             return _draft_model_ops(d.draft, d, r, w)
-        return _module_ops(eagle_head(arch), arch, d, r, w, mtp=False, vocab=min(EAGLE3_DRAFT_VOCAB, arch.vocab_size))
+        return _module_ops(eagle_head(arch, fuse=step == 0), arch, d, r, w, mtp=False,
+                           vocab=min(EAGLE3_DRAFT_VOCAB, arch.vocab_size))
     if method == "draft":
         return _draft_model_ops(d.draft, d, r, w)
     return []  # n-gram: lookup on the CPU, no GPU work
@@ -80,7 +81,7 @@ def draft_ops(arch: Arch, d: Deployment, r: Rates) -> list[Op]:
     built: dict[tuple[int, int], list[Op]] = {}
     ops = []
     for s in range(d.spec.k):
-        key = (s % distinct, 1 if s == 0 else d.spec.topk)  # draft_step_ops' module and width
+        key = (s % distinct, s == 0, 1 if s == 0 else d.spec.topk)  # draft_step_ops' module, first step, width
         if key not in built:
             built[key] = draft_step_ops(arch, d, r, s)
         ops += built[key]
@@ -102,17 +103,21 @@ def _draft_model_ops(draft: Arch, d: Deployment, r: Rates, width: int) -> list[O
             + head_ops(draft, fmt, d, d.batch, width, r))
 
 
-def eagle_head(arch: Arch) -> MTPModule:
+def eagle_head(arch: Arch, fuse: bool = True) -> MTPModule:
     """Without --draft: an EAGLE-3 style head of the target's shape: one full-attention
-    decoder layer, a dense MLP, an fc fusing 3 hidden states, and the target's LM head."""
+    decoder layer, a dense MLP, an fc fusing 3 hidden states, and the target's LM head.
+    Only the draft pass after verify gets the target's 3 hidden states to fuse; later steps
+    feed the head's own hidden state and skip the fc (fuse=False): SGLang llama_eagle3.py
+    'if hidden_states.shape[-1] != embeds.shape[-1]: hidden_states = self.fc(hidden_states)'
+    (https://github.com/sgl-project/sglang/blob/03d5a7771f6082e7737a5f19cae7d1e863087013/python/sglang/srt/models/llama_eagle3.py)."""
     attn = next((layer.mixer for layer in arch.layers if isinstance(layer.mixer, Attention)), None)
     h = arch.hidden_size
     if attn is None or attn.sliding_window:
         heads = max(1, h // 128)
         attn = Attention(h, heads, max(1, heads // 8), 128)
     inter = next((layer.mlp.intermediate_size for layer in arch.layers if isinstance(layer.mlp, DenseMLP)), 3 * h)
-    return MTPModule(Layer("attention", attn, DenseMLP(h, inter)),
-                     (Tensor("fc", (h, 3 * h), "rep"), Tensor("norm", (h,), "rep", linear=False)))
+    fc = (Tensor("fc", (h, 3 * h), "rep"),) if fuse else ()
+    return MTPModule(Layer("attention", attn, DenseMLP(h, inter)), fc + (Tensor("norm", (h,), "rep", linear=False),))
 
 
 def sum_ops(ops: list[Op]) -> dict[str, Component]:
