@@ -50,7 +50,7 @@ def test_cpu_expected_uses_the_measured_numbers():
     assert p.expected.ms("weights") == pytest.approx(1_104_218_112 / 3.8e9 * 1e3, rel=1e-6)
     # kernel floors: (8 attention + 4 MLP kernels) x 16 layers + 4 (norm, head, sample) = 196 x 10 us
     assert p.expected.ms("kernels") == pytest.approx(196 * 10e-3)
-    assert "weight stream 3.8 GB/s (GEMV at batch 1)" in notes[0] and "kernel floor 10.00 us (eager)" in notes[0]
+    assert "weight stream 3.8 GB/s (GEMV at batch 1)" in notes[0] and "kernel launch 10.00 us (eager)" in notes[0]
     assert "not measured: host time per pass" in notes[1]
 
 
@@ -157,3 +157,16 @@ def test_a_lever_to_another_gpu_runs_that_gpus_profile_not_this_devices_measurem
     # (with the CPU's measured 3.8 / 12 GB/s efficiency and 10 us floor instead: 0.436 + 1.96 + 1.01
     # = 3.406 ms, 293.6 tok/s)
     assert lever["tok_s"] == pytest.approx(1e3 / (1_105_283_072 / (8e12 * 0.747) * 1e3 + 0.2156 + 1.01), rel=1e-6)
+
+
+def test_a_fitted_kernel_floor_keeps_its_kernel_cost_on_top_of_the_measured_launch():
+    # SGLang's profile floor is fitted above a bare in-graph launch (engines.toml); a
+    # calibration replaces only the launch: floor = measured 2.0 us + (profile floor - 1.1 us,
+    # the H200's in-graph launch that profile was fitted against)
+    cal = replace(CPU_CAL, device="h100-sxm", device_name="NVIDIA H100 80GB HBM3", copy_bw_bytes_s=2.8e12,
+                  gemv=(), matmul_flops={"bf16": 700e12}, launch_graph_us=2.0, gpus=1, allreduce=())
+    plain = make_deployment(load_arch("llama-3.1-8b"), "h100-sxm", engine="sglang")
+    d, notes = apply(cal, plain)
+    assert plain.engine.kernel_floor_us > 1.1
+    assert d.engine.kernel_floor_us == pytest.approx(2.0 + plain.engine.kernel_floor_us - 1.1)
+    assert "kernel launch 2.00 us (in a CUDA graph) + the profile's own kernel cost" in notes[0]
