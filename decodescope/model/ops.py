@@ -28,6 +28,9 @@ class Rates(NamedTuple):
     kernel_floor_s: float  # fixed time per kernel
     allreduce_alpha_s: float
     link_bw: float  # bytes/s per direction between two GPUs of the group
+    # (tokens, s per byte, s per token): above `tokens` tokens per pass the engine runs a MoE
+    # layer's expert matmuls through a batched kernel costing this much more; () for none
+    moe_batched: tuple = ()
 
 
 class Op(NamedTuple):
@@ -129,6 +132,23 @@ def _compute_key(tf) -> str:
     return "mxfp4" if tf.compute == "fp4" and tf.kernel.startswith("mxfp4") else tf.compute
 
 
+def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int, routed: int,
+                    r: Rates, mtp: bool = False) -> list[Op]:
+    """The extra time of a MoE layer's expert matmuls where the engine leaves its mat-vec
+    kernel: llama.cpp's CUDA backend multiplies the routed experts with its mat-vec kernel
+    (MMVQ) for one token per pass only and with its tiled matrix kernel (MMQ) from two on
+    (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', at build 6918 of November 2025).
+    The experts read stay the routed ones (expected_experts); the tiled kernel reads them
+    slower and spends more per token: r.moe_batched's seconds per byte of routed-expert
+    weights and per token of the pass."""
+    if not r.moe_batched or moe is None or tokens <= r.moe_batched[0]:
+        return []
+    _, per_byte, per_token = r.moe_batched
+    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
+    expert_bytes = sum(w[1] for t, w in zip(layer_tensors, work) if t.experts > 1)
+    return [Op("kernels", "batched MoE kernel", 0.0, 0.0, expert_bytes * per_byte + tokens * per_token, "fixed")]
+
+
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
     """Read each request's KV cache once per pass; every query token attends to it."""
     window = getattr(mixer, "sliding_window", None)
@@ -195,7 +215,9 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
         return row_split_layer_ops(layer, fmt, d, batch, tokens_per_req, r)
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
-    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
+    routed = routed_tokens(d, batch, tokens_per_req)
+    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed)
+    ops += batched_moe_ops(layer.tensors(), moe, fmt, d, tokens, routed, r, mtp)
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
         if isinstance(m, (Attention, MLA, PooledKV)):  # PooledKV: DeepSeek-V4

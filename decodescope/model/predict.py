@@ -100,7 +100,14 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * d.link.bw_efficiency)
+                 link_bw=link_bandwidth(d) * d.link.bw_efficiency, moe_batched=moe_batched(e))
+
+
+def moe_batched(e) -> tuple:
+    """Rates.moe_batched of an engine profile: () where it has no batched MoE kernel."""
+    if not e.moe_matvec_max_tokens:
+        return ()
+    return (e.moe_matvec_max_tokens, e.moe_batched_ms_per_gb * 1e-12, e.moe_batched_us_per_token * 1e-6)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
