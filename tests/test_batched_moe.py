@@ -2,9 +2,10 @@
 (MMVQ) only for one token per pass and with its tiled matrix kernel (MMQ) from two tokens on
 (ggml/src/ggml-cuda/ggml-cuda.cu, ggml_cuda_mul_mat_id: 'if (ne2 == 1) { ...
 ggml_cuda_mul_mat_vec_q ...; return; } if (ggml_cuda_should_use_mmq(src0->type, cc, ne12))
-{ ggml_cuda_mul_mat_q(ctx, src0, src1, ids, dst); return; }', builds of late 2025). The
-profile's moe_batched_ms_per_gb / moe_batched_us_per_token price that second kernel; the
-experts it reads stay the routed ones. Expectations derived by hand below."""
+{ ggml_cuda_mul_mat_q(ctx, src0, src1, ids, dst); return; }', builds of late 2025;
+https://github.com/ggml-org/llama.cpp/pull/18958: 'for batch_sizes > 1, we immediately move
+to mmq'). The profile's moe_batched_slowdown / _per_token price that second kernel as a
+multiple of the mat-vec kernel's time for the same experts. Expectations derived by hand."""
 
 from dataclasses import replace
 
@@ -20,19 +21,23 @@ from decodescope.model.predict import estimates
 # per weight (32 int8 + one fp16 scale per 32): 4,718,592 x 8.5 / 8 = 5,013,504 bytes
 EXPERT_BYTES = 3 * 2048 * 768 * 8.5 / 8
 LAYERS = 48
-MS_PER_GB, US_PER_TOKEN = 5.0, 40.0  # a test profile's prices, not the fitted ones
+# a test profile: the GB10's 273 GB/s at 0.8 for Q8_0 kernels = 218.4 GB/s; the tiled kernel
+# 1.0 slower than the mat-vec one, and 0.25 more per token each touched expert multiplies
+BW = 273e9 * 0.8
+SLOWDOWN, PER_TOKEN = 1.0, 0.25
 
 
 def _rounds(batch: int, same_tokens: bool, engine: str = "llamacpp") -> tuple[float, float, float]:
-    """(expected ms with the prices, expected ms without them, ceiling ms)."""
+    """(expected ms with the slowdowns, expected ms without them, ceiling ms)."""
     arch = load_arch("qwen3-30b-a3b")
     d = make_deployment(arch, "gb10", weights="q8_0", engine=engine, batch=batch, context=512,
                         same_tokens=same_tokens)
-    priced = replace(d.engine, moe_batched_ms_per_gb=MS_PER_GB, moe_batched_us_per_token=US_PER_TOKEN)
-    free = replace(d.engine, moe_batched_ms_per_gb=0.0, moe_batched_us_per_token=0.0)
-    ceiling, with_prices = estimates(arch, replace(d, engine=priced))
+    base = replace(d.engine, memory_efficiency={"lpddr": 0.8}, format_efficiency={"q8_0": 1.0})
+    priced = replace(base, moe_batched_slowdown=SLOWDOWN, moe_batched_slowdown_per_token=PER_TOKEN)
+    free = replace(base, moe_batched_slowdown=0.0, moe_batched_slowdown_per_token=0.0)
+    ceiling, with_slowdown = estimates(arch, replace(d, engine=priced))
     without = estimates(arch, replace(d, engine=free))[1]
-    return with_prices.round_ms, without.round_ms, ceiling.round_ms
+    return with_slowdown.round_ms, without.round_ms, ceiling.round_ms
 
 
 def test_one_token_per_pass_stays_on_the_mat_vec_kernel():
@@ -41,28 +46,32 @@ def test_one_token_per_pass_stays_on_the_mat_vec_kernel():
 
 
 def test_identical_requests_pay_for_the_experts_of_one_request():
-    """Batch 2 of identical requests: the router picks the same 8 experts for both, so per
-    layer 8 x 5,013,504 = 40,108,032 bytes at 5 ms per GB (5e-12 s per byte) = 200.540 us,
-    plus 2 tokens x 40 us = 80 us: 280.540 us x 48 layers = 13.466 ms more per step."""
+    """Batch 2 of identical requests: the router sends both to the same 8 experts, so the
+    mat-vec kernel would read 8 x 5,013,504 = 40,108,032 bytes per layer in 40,108,032 /
+    218.4e9 s = 183.645 us; each expert multiplies both tokens (2 x 8 / 8 = 2), so the tiled
+    kernel adds 183.645 x (1.0 + 0.25 x 2) = 275.468 us per layer, x 48 = 13.222 ms per step."""
     priced, free, _ = _rounds(2, True)
-    per_layer_us = 8 * EXPERT_BYTES * MS_PER_GB * 1e-12 * 1e6 + 2 * US_PER_TOKEN
-    assert per_layer_us == pytest.approx(280.540, abs=1e-3)
-    assert priced - free == pytest.approx(LAYERS * per_layer_us / 1e3, rel=1e-9)
-    assert priced - free == pytest.approx(13.466, abs=1e-3)
+    read_us = 8 * EXPERT_BYTES / BW * 1e6
+    assert read_us == pytest.approx(183.645, abs=1e-3)
+    assert priced - free == pytest.approx(LAYERS * read_us * (SLOWDOWN + PER_TOKEN * 2) / 1e3, rel=1e-9)
+    assert priced - free == pytest.approx(13.222, abs=1e-3)
 
 
 def test_distinct_requests_pay_for_every_expert_they_touch():
     """Batch 2 of distinct requests touches 128 x (1 - (120/128)^2) = 128 x 0.12109375 =
-    15.5 experts per layer: 15.5 x 5,013,504 = 77,709,312 bytes = 388.547 us at 5 ms per GB,
-    + 80 us for the 2 tokens = 468.547 us x 48 layers = 22.490 ms."""
+    15.5 experts per layer: 15.5 x 5,013,504 = 77,709,312 bytes, 355.812 us in the mat-vec
+    kernel; each touched expert multiplies 2 x 8 / 15.5 = 1.0323 tokens, so the tiled kernel
+    adds 355.812 x (1.0 + 0.25 x 1.0323) = 447.634 us per layer, x 48 = 21.486 ms."""
     priced, free, _ = _rounds(2, False)
-    assert priced - free == pytest.approx(LAYERS * (15.5 * EXPERT_BYTES * 5e-12 * 1e6 + 80) / 1e3, rel=1e-9)
-    assert priced - free == pytest.approx(22.490, abs=1e-3)
+    read_us = 15.5 * EXPERT_BYTES / BW * 1e6
+    assert read_us == pytest.approx(355.812, abs=1e-3)
+    assert priced - free == pytest.approx(LAYERS * read_us * (SLOWDOWN + PER_TOKEN * 16 / 15.5) / 1e3, rel=1e-9)
+    assert priced - free == pytest.approx(21.486, abs=1e-3)
 
 
 def test_the_ceiling_and_other_engines_do_not_pay():
     """The ceiling has no fixed costs; an engine without a batched MoE kernel switch
-    (moe_matvec_max_tokens 0, e.g. vLLM's fused MoE) is unchanged by the prices."""
+    (moe_matvec_max_tokens 0, e.g. vLLM's fused MoE) is unchanged by the slowdowns."""
     assert get_engine("llamacpp").moe_matvec_max_tokens == 1
     assert get_engine("vllm").moe_matvec_max_tokens == 0
     _, _, ceiling_llama = _rounds(2, False)

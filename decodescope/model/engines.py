@@ -20,10 +20,10 @@ class EngineProfile:
     host_ms_per_pass: float  # CPU work per forward pass not hidden behind the GPU (schedule, sample)
     host_ms_per_draft_step: float  # the same per speculative draft step
     allreduce_latency_scale: float  # engine's small-allreduce latency / the link's typical alpha
-    # a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass (0: no switch):
-    # extra ms per GB of routed-expert weights read, extra us per token of the pass
-    moe_batched_ms_per_gb: float = 0.0
-    moe_batched_us_per_token: float = 0.0
+    # a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take (1 + slowdown
+    # + slowdown_per_token x tokens per touched expert) x the mat-vec kernel's time
+    moe_batched_slowdown: float = 0.0
+    moe_batched_slowdown_per_token: float = 0.0
     # achieved bandwidth of a format's kernels relative to bf16 ("int4" covers int4-gN)
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)

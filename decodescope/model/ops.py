@@ -28,8 +28,8 @@ class Rates(NamedTuple):
     kernel_floor_s: float  # fixed time per kernel
     allreduce_alpha_s: float
     link_bw: float  # bytes/s per direction between two GPUs of the group
-    # (tokens, s per byte, s per token): above `tokens` tokens per pass the engine runs a MoE
-    # layer's expert matmuls through a batched kernel costing this much more; () for none
+    # (tokens, slowdown, per-token slowdown): above `tokens` tokens per pass the engine runs a
+    # MoE layer's expert matmuls through a batched kernel (batched_moe_ops); () for none
     moe_batched: tuple = ()
 
 
@@ -137,16 +137,19 @@ def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deploy
     """The extra time of a MoE layer's expert matmuls where the engine leaves its mat-vec
     kernel: llama.cpp's CUDA backend multiplies the routed experts with its mat-vec kernel
     (MMVQ) for one token per pass only and with its tiled matrix kernel (MMQ) from two on
-    (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', at build 6918 of November 2025).
-    The experts read stay the routed ones (expected_experts); the tiled kernel reads them
-    slower and spends more per token: r.moe_batched's seconds per byte of routed-expert
-    weights and per token of the pass."""
+    (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', builds of late 2025). The experts
+    read stay the routed ones (expected_experts); the tiled kernel takes longer over the same
+    bytes: (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec
+    kernel's time for them (r.moe_batched), so it scales with the GPU's bandwidth."""
     if not r.moe_batched or moe is None or tokens <= r.moe_batched[0]:
         return []
-    _, per_byte, per_token = r.moe_batched
+    _, slowdown, per_token = r.moe_batched
     work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
-    expert_bytes = sum(w[1] for t, w in zip(layer_tensors, work) if t.experts > 1)
-    return [Op("kernels", "batched MoE kernel", 0.0, 0.0, expert_bytes * per_byte + tokens * per_token, "fixed")]
+    read_s = sum(nbytes / (r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw)
+                 for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
+    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep)
+    per_expert = tokens * moe.num_experts_per_tok / d.ep / touched  # tokens each touched expert multiplies
+    return [Op("kernels", "batched MoE kernel", 0.0, 0.0, read_s * (slowdown + per_token * per_expert), "fixed")]
 
 
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:

@@ -107,7 +107,7 @@ def moe_batched(e) -> tuple:
     """Rates.moe_batched of an engine profile: () where it has no batched MoE kernel."""
     if not e.moe_matvec_max_tokens:
         return ()
-    return (e.moe_matvec_max_tokens, e.moe_batched_ms_per_gb * 1e-12, e.moe_batched_us_per_token * 1e-6)
+    return (e.moe_matvec_max_tokens, e.moe_batched_slowdown, e.moe_batched_slowdown_per_token)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:

@@ -24,15 +24,15 @@ BOUNDS = {
     "host_ms_per_pass": (0.0026, 8.0),  # low: the CPU enqueue of one CUDA graph replay, 2.6 us
     "host_ms_per_draft_step": (0.0, 12.0),
     "allreduce_latency_scale": (0.5, 6.0),
-    # a batched MoE kernel's extra cost over the mat-vec kernel: up to 20 ms per GB, i.e. its
-    # weight reads as slow as 50 GB/s; up to 100 us per token and MoE layer
-    "moe_batched_ms_per_gb": (0.0, 20.0),
-    "moe_batched_us_per_token": (0.0, 100.0),
+    # a batched MoE kernel's time over the mat-vec kernel's for the same experts, less 1: up to
+    # 4 (5x as long); per token each expert multiplies, up to 1 (a token costs a whole read)
+    "moe_batched_slowdown": (0.0, 4.0),
+    "moe_batched_slowdown_per_token": (0.0, 1.0),
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
 NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
            "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0,
-           "moe_batched_ms_per_gb": 0.0, "moe_batched_us_per_token": 0.0}
+           "moe_batched_slowdown": 0.0, "moe_batched_slowdown_per_token": 0.0}
 # engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime). The others keep the measured floor.
@@ -40,8 +40,8 @@ FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc"})
 # engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
 SPLIT_MEMORY = frozenset({"llamacpp"})
 LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale",
-          "moe_batched_ms_per_gb", "moe_batched_us_per_token")
-MOE_BATCHED = ("moe_batched_ms_per_gb", "moe_batched_us_per_token")
+          "moe_batched_slowdown", "moe_batched_slowdown_per_token")
+MOE_BATCHED = ("moe_batched_slowdown", "moe_batched_slowdown_per_token")
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
