@@ -27,8 +27,8 @@ BW = 273e9 * 0.8
 SLOWDOWN, PER_TOKEN = 1.0, 0.25
 
 
-def _rounds(batch: int, same_tokens: bool, engine: str = "llamacpp") -> tuple[float, float, float]:
-    """(expected ms with the slowdowns, expected ms without them, ceiling ms)."""
+def _estimates(batch: int, same_tokens: bool, engine: str = "llamacpp"):
+    """(expected with the slowdowns, expected without them, ceiling) estimates."""
     arch = load_arch("qwen3-30b-a3b")
     d = make_deployment(arch, "gb10", weights="q8_0", engine=engine, batch=batch, context=512,
                         same_tokens=same_tokens)
@@ -37,7 +37,12 @@ def _rounds(batch: int, same_tokens: bool, engine: str = "llamacpp") -> tuple[fl
     free = replace(base, moe_batched_slowdown=0.0, moe_batched_slowdown_per_token=0.0)
     ceiling, with_slowdown = estimates(arch, replace(d, engine=priced))
     without = estimates(arch, replace(d, engine=free))[1]
-    return with_slowdown.round_ms, without.round_ms, ceiling.round_ms
+    return with_slowdown, without, ceiling
+
+
+def _rounds(batch: int, same_tokens: bool, engine: str = "llamacpp") -> tuple[float, float, float]:
+    """(expected ms with the slowdowns, expected ms without them, ceiling ms)."""
+    return tuple(e.round_ms for e in _estimates(batch, same_tokens, engine))
 
 
 def test_one_token_per_pass_stays_on_the_mat_vec_kernel():
@@ -55,6 +60,16 @@ def test_identical_requests_pay_for_the_experts_of_one_request():
     assert read_us == pytest.approx(183.645, abs=1e-3)
     assert priced - free == pytest.approx(LAYERS * read_us * (SLOWDOWN + PER_TOKEN * 2) / 1e3, rel=1e-9)
     assert priced - free == pytest.approx(13.222, abs=1e-3)
+
+
+def test_the_slower_reads_count_as_weight_stream_time():
+    """The tiled kernel reads the same bytes for longer: the weights row takes the time
+    (its bytes unchanged), so its effective GB/s drops; the kernel floors stay as they are."""
+    slow, fast, _ = _estimates(2, True)
+    assert slow.ms("weights") - fast.ms("weights") == pytest.approx(slow.round_ms - fast.round_ms, rel=1e-9)
+    assert slow.ms("kernels") == pytest.approx(fast.ms("kernels"))
+    assert next(c.bytes for c in slow.breakdown if c.component == "weights") == pytest.approx(
+        next(c.bytes for c in fast.breakdown if c.component == "weights"))
 
 
 def test_distinct_requests_pay_for_every_expert_they_touch():

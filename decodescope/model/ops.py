@@ -149,7 +149,8 @@ def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deploy
                  for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
     touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep)
     per_expert = tokens * moe.num_experts_per_tok / d.ep / touched  # tokens each touched expert multiplies
-    return [Op("kernels", "batched MoE kernel", 0.0, 0.0, read_s * (slowdown + per_token * per_expert), "fixed")]
+    # the same bytes read slower: weight-stream time, so the weights row shows the lower effective GB/s
+    return [Op("weights", "batched MoE kernel", 0.0, 0.0, read_s * (slowdown + per_token * per_expert), "memory")]
 
 
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
