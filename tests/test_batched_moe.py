@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from decodescope.arch import load_arch
-from decodescope.model import make_deployment
+from decodescope.model import make_deployment, predict
 from decodescope.model.engines import get_engine
 from decodescope.model.predict import estimates
 
@@ -93,3 +93,17 @@ def test_the_ceiling_and_other_engines_do_not_pay():
     priced, free, ceiling_vllm = _rounds(2, False, engine="vllm")
     assert priced == pytest.approx(free)
     assert ceiling_llama == pytest.approx(ceiling_vllm)
+
+
+def test_the_output_says_when_the_batched_kernel_runs():
+    """A note names the switch and the profile's factors where it applies (MoE, more than one
+    token per pass), and only there: 1 + 1.16 = 2.16x is the engines.toml profile."""
+    arch = load_arch("qwen3-30b-a3b")
+    note = [n for n in predict(arch, make_deployment(arch, "gb10", weights="q8_0", engine="llamacpp", batch=2)).notes
+            if "batched kernel" in n]
+    assert len(note) == 1 and "2.16x" in note[0] and "(2 here)" in note[0]
+    assert not [n for n in predict(arch, make_deployment(arch, "gb10", weights="q8_0", engine="llamacpp")).notes
+                if "batched kernel" in n]
+    dense = load_arch("qwen3-8b")
+    assert not [n for n in predict(dense, make_deployment(dense, "gb10", weights="q8_0", engine="llamacpp",
+                                                          batch=2)).notes if "batched kernel" in n]

@@ -110,6 +110,16 @@ def moe_batched(e) -> tuple:
     return (e.moe_matvec_max_tokens, e.moe_batched_slowdown, e.moe_batched_slowdown_per_token)
 
 
+def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:
+    """Why the expected weights row is slow where the engine's batched MoE kernel runs."""
+    e, tokens = d.engine, d.batch * d.spec.tokens_per_verify
+    if not e.moe_matvec_max_tokens or tokens <= e.moe_matvec_max_tokens or not any(_moe(x) for x in arch.layers):
+        return ()
+    return (f"{e.id} multiplies the MoE experts with a batched kernel above {e.moe_matvec_max_tokens} token(s) per "
+            f"pass ({tokens} here): expected {1 + e.moe_batched_slowdown:g}x the mat-vec kernel's time for the same "
+            f"experts, + {e.moe_batched_slowdown_per_token:g}x per token each expert multiplies (engine profile)",)
+
+
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
     """(ceiling, expected) of one round."""
     check(arch, d)
@@ -136,6 +146,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
+    notes += batched_moe_note(arch, d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
         notes += (f"context {end} tokens is beyond the model's max_position_embeddings {max_positions}: "
