@@ -138,19 +138,22 @@ def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deploy
     kernel: llama.cpp's CUDA backend multiplies the routed experts with its mat-vec kernel
     (MMVQ) for one token per pass only and with its tiled matrix kernel (MMQ) from two on
     (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', builds of late 2025). The experts
-    read stay the routed ones (expected_experts); the tiled kernel takes longer over the same
-    bytes: (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec
-    kernel's time for them (r.moe_batched), so it scales with the GPU's bandwidth."""
+    read stay the routed ones (expected_experts, in weight_ops); the tiled kernel adds
+    (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec kernel's time
+    for ONE token's experts (r.moe_batched): a cost per call and per column of the tile, not
+    per expert read, so it scales with the GPU's bandwidth but not with the experts touched."""
     if not r.moe_batched or moe is None or tokens <= r.moe_batched[0]:
         return []
     _, slowdown, per_token = r.moe_batched
     work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
-    read_s = sum(nbytes / (r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw)
-                 for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
+    touched_s = sum(nbytes / (r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw)
+                    for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
     touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep)
-    per_expert = tokens * moe.num_experts_per_tok / d.ep / touched  # tokens each touched expert multiplies
+    one_token = moe.num_experts_per_tok / d.ep  # the experts one token reads on a rank
+    per_expert = tokens * one_token / touched  # tokens each touched expert multiplies
     # the same bytes read slower: weight-stream time, so the weights row shows the lower effective GB/s
-    return [Op("weights", "batched MoE kernel", 0.0, 0.0, read_s * (slowdown + per_token * per_expert), "memory")]
+    return [Op("weights", "batched MoE kernel", 0.0, 0.0,
+               touched_s * one_token / touched * (slowdown + per_token * per_expert), "memory")]
 
 
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:

@@ -116,8 +116,8 @@ def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:
     if not e.moe_matvec_max_tokens or tokens <= e.moe_matvec_max_tokens or not any(_moe(x) for x in arch.layers):
         return ()
     return (f"{e.id} multiplies the MoE experts with a batched kernel above {e.moe_matvec_max_tokens} token(s) per "
-            f"pass ({tokens} here): expected {1 + e.moe_batched_slowdown:g}x the mat-vec kernel's time for the same "
-            f"experts, + {e.moe_batched_slowdown_per_token:g}x per token each expert multiplies (engine profile)",)
+            f"pass ({tokens} here): it adds {e.moe_batched_slowdown:g}x the mat-vec kernel's time for one token's experts, "
+            f"+ {e.moe_batched_slowdown_per_token:g}x per token each touched expert multiplies (engine profile)",)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
