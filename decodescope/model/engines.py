@@ -26,6 +26,10 @@ class EngineProfile:
     host_ms_per_pass: float  # CPU work per forward pass not hidden behind the GPU (schedule, sample)
     host_ms_per_draft_step: float  # the same per speculative draft step
     allreduce_latency_scale: float  # engine's small-allreduce latency / the link's typical alpha
+    # a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take (1 + slowdown
+    # + slowdown_per_token x tokens per touched expert) x the mat-vec kernel's time
+    moe_batched_slowdown: float = 0.0
+    moe_batched_slowdown_per_token: float = 0.0
     # achieved bandwidth of a format's kernels relative to bf16 ("int4" covers int4-gN)
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
@@ -35,6 +39,7 @@ class EngineProfile:
     memory_fraction: float = 0.9
     memory_fraction_by_tp: dict[str, float] = field(default_factory=dict)  # TP >= key -> fraction, where it varies
     memory_reserve_gb: float = 0.0
+    moe_matvec_max_tokens: int = 0  # tokens per pass the engine's MoE mat-vec kernel takes (0: no other kernel)
     pp_micro_batches: bool = True  # under PP the batch is split into micro-batches that fill the pipeline
     embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it

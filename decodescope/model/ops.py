@@ -31,6 +31,9 @@ class Rates(NamedTuple):
     # the engine's decode attention reads the KV cache once per query head (expected rates
     # of a Deployment.kv_per_query_head; the ceiling takes a kernel that reads it once)
     kv_per_query_head: bool = False
+    # (tokens, slowdown, per-token slowdown): above `tokens` tokens per pass the engine runs a
+    # MoE layer's expert matmuls through a batched kernel (batched_moe_ops); () for none
+    moe_batched: tuple = ()
 
 
 class Op(NamedTuple):
@@ -132,6 +135,30 @@ def _compute_key(tf) -> str:
     return "mxfp4" if tf.compute == "fp4" and tf.kernel.startswith("mxfp4") else tf.compute
 
 
+def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int, routed: int,
+                    r: Rates, mtp: bool = False) -> list[Op]:
+    """The extra time of a MoE layer's expert matmuls where the engine leaves its mat-vec
+    kernel: llama.cpp's CUDA backend multiplies the routed experts with its mat-vec kernel
+    (MMVQ) for one token per pass only and with its tiled matrix kernel (MMQ) from two on
+    (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', builds of late 2025). The experts
+    read stay the routed ones (expected_experts, in weight_ops); the tiled kernel adds
+    (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec kernel's time
+    for ONE token's experts (r.moe_batched): a cost per call and per column of the tile, not
+    per expert read, so it scales with the GPU's bandwidth but not with the experts touched."""
+    if not r.moe_batched or moe is None or tokens <= r.moe_batched[0]:
+        return []
+    _, slowdown, per_token = r.moe_batched
+    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
+    touched_s = sum(nbytes / (r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw)
+                    for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
+    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep)
+    one_token = moe.num_experts_per_tok / d.ep  # the experts one token reads on a rank
+    per_expert = tokens * one_token / touched  # tokens each touched expert multiplies
+    # the same bytes read slower: weight-stream time, so the weights row shows the lower effective GB/s
+    return [Op("weights", "batched MoE kernel", 0.0, 0.0,
+               touched_s * one_token / touched * (slowdown + per_token * per_expert), "memory")]
+
+
 def attention_op(mixer, d: Deployment, batch: int, tokens_per_req: int, r: Rates) -> Op:
     """Read each request's KV cache once per pass; every query token attends to it."""
     window = getattr(mixer, "sliding_window", None)
@@ -209,7 +236,9 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
         return row_split_layer_ops(layer, fmt, d, batch, tokens_per_req, r)
     tokens = batch * tokens_per_req
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
-    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed_tokens(d, batch, tokens_per_req))
+    routed = routed_tokens(d, batch, tokens_per_req)
+    ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed)
+    ops += batched_moe_ops(layer.tensors(), moe, fmt, d, tokens, routed, r, mtp)
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
         if isinstance(m, (Attention, MLA, PooledKV)):  # PooledKV: DeepSeek-V4

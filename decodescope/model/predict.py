@@ -103,7 +103,8 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d), kv_per_query_head=d.kv_per_query_head)
+                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d), kv_per_query_head=d.kv_per_query_head,
+                 moe_batched=moe_batched(e))
 
 
 def allreduce_bw_efficiency(d: Deployment) -> float:
@@ -114,6 +115,23 @@ def allreduce_bw_efficiency(d: Deployment) -> float:
     if custom and d.link.id in ("nvlink", "nvswitch") and not d.split_rows and not allreduce_alpha(d)[1]:
         return custom
     return d.link.bw_efficiency
+
+
+def moe_batched(e) -> tuple:
+    """Rates.moe_batched of an engine profile: () where it has no batched MoE kernel."""
+    if not e.moe_matvec_max_tokens:
+        return ()
+    return (e.moe_matvec_max_tokens, e.moe_batched_slowdown, e.moe_batched_slowdown_per_token)
+
+
+def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:
+    """Why the expected weights row is slow where the engine's batched MoE kernel runs."""
+    e, tokens = d.engine, d.batch * d.spec.tokens_per_verify
+    if not e.moe_matvec_max_tokens or tokens <= e.moe_matvec_max_tokens or not any(_moe(x) for x in arch.layers):
+        return ()
+    return (f"{e.id} multiplies the MoE experts with a batched kernel above {e.moe_matvec_max_tokens} token(s) per "
+            f"pass ({tokens} here): it adds {e.moe_batched_slowdown:g}x the mat-vec kernel's time for one token's experts, "
+            f"+ {e.moe_batched_slowdown_per_token:g}x per token each touched expert multiplies (engine profile)",)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:
@@ -142,6 +160,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
+    notes += batched_moe_note(arch, d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
         notes += (f"context {end} tokens is beyond the model's max_position_embeddings {max_positions}: "

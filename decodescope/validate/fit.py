@@ -25,11 +25,15 @@ BOUNDS = {
     "host_ms_per_draft_step": (0.0, 12.0),
     "allreduce_latency_scale": (0.5, 6.0),
     "flops_efficiency": (0.3, 0.79),  # high: a bf16 matmul reached 786 of 989 TFLOP/s
+    # a batched MoE kernel's time over the mat-vec kernel's for the same experts, less 1: up to
+    # 4 (5x as long); per token each expert multiplies, up to 1 (a token costs a whole read)
+    "moe_batched_slowdown": (0.0, 4.0),
+    "moe_batched_slowdown_per_token": (0.0, 1.0),
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
 NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
            "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0,
-           "flops_efficiency": 0.6}
+           "flops_efficiency": 0.6, "moe_batched_slowdown": 0.0, "moe_batched_slowdown_per_token": 0.0}
 # engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime); SGLang, whose floor then holds what
@@ -42,7 +46,9 @@ SPLIT_MEMORY = frozenset({"llamacpp"})
 # tables: hundreds of sequences per decode step, context passes over 10^5 tokens): their
 # share of the datasheet tensor FLOP/s is fitted; the others keep their estimate
 FITTED_FLOPS = frozenset({"trtllm"})
-LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale")
+LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale",
+          "moe_batched_slowdown", "moe_batched_slowdown_per_token")
+MOE_BATCHED = ("moe_batched_slowdown", "moe_batched_slowdown_per_token")
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
@@ -87,6 +93,8 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
                      if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
     names += ["kernel_floor_us"] if engine in FITTED_FLOOR else []
     names += ["flops_efficiency"] if engine in FITTED_FLOPS else []
+    # engines with a batched MoE kernel (moe_matvec_max_tokens > 0): its costs, where rows run it
+    names += list(MOE_BATCHED) if any(c.deployment.engine.moe_matvec_max_tokens for c in cases) else []
     return names + ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
 
 
