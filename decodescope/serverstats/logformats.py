@@ -1,8 +1,9 @@
-"""The server log line formats decodescope reads: SGLang, vLLM and llama.cpp.
+"""The server log line formats decodescope reads: SGLang, vLLM, llama.cpp and TensorRT-LLM.
 
 Each parser takes one line and returns a `Parsed` tuple, or None when the line is not
 one of its statistics lines. Formats, every known version, come from
-the engines' own source: SGLang python/sglang/srt/managers/scheduler_metrics_mixin.py (https://github.com/sgl-project/sglang), vLLM vllm/v1/metrics/loggers.py (https://github.com/vllm-project/vllm), llama.cpp tools/server/server.cpp (https://github.com/ggml-org/llama.cpp). Strategy:
+the engines' own source: SGLang python/sglang/srt/managers/scheduler_metrics_mixin.py (https://github.com/sgl-project/sglang), vLLM vllm/v1/metrics/loggers.py (https://github.com/vllm-project/vllm), llama.cpp tools/server/server.cpp (https://github.com/ggml-org/llama.cpp), TensorRT-LLM's
+iteration line in trtllm_log.py. Strategy:
 find a fixed marker with a substring test (cheap, so a 1 GB log of noise costs little),
 strip the engine's prefix with a small regex, then split the message into `key: value`
 pairs and keep every key as the engine prints it, because the field set has changed
@@ -11,6 +12,7 @@ many times and will change again."""
 import re
 
 from decodescope.serverstats.llamacpp_log import llamacpp_pid, parse_llamacpp, uncoloured
+from decodescope.serverstats.trtllm_log import parse_trtllm
 from decodescope.serverstats.logvalues import (
     MAX_ACCEPT,
     MAX_RUNNING,
@@ -27,7 +29,7 @@ from decodescope.serverstats.logvalues import (
 )
 
 __all__ = ["ENGINES", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
-           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_vllm", "sglang_facts"]
+           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_trtllm", "parse_vllm", "sglang_facts"]
 
 
 # ---------------------------------------------------------------- SGLang
@@ -238,6 +240,7 @@ STARTUP_MARKERS = {
     "sglang": ("server_args=ServerArgs(",),
     "vllm": ("vLLM API server version", "Initializing a V1 LLM engine", "Initializing an LLM engine", "Starting vLLM"),
     "llamacpp": ("server is listening on",),
+    "trtllm": (),  # none known that says whether it speculates
 }
 _SPEC_SETTING = re.compile(r"(speculative_algorithm|speculative_config)=(None|\S)")
 
@@ -259,4 +262,4 @@ def parse_startup(line: str, engine: str) -> Parsed | None:
     return Parsed("startup", time_s, None, fields, None, None, process)
 
 
-ENGINES = ("sglang", "vllm", "llamacpp")
+ENGINES = ("sglang", "vllm", "llamacpp", "trtllm")

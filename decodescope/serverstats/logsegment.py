@@ -48,8 +48,8 @@ def round_s(running, accept_len, gen_tok_s) -> float | None:
 
 
 def running_of(rec):
-    """Requests in flight on a record's line: SGLang '#running-req', vLLM 'Running'."""
-    v = rec.fields.get("#running-req", rec.fields.get("Running"))
+    """Requests in flight on a record's line: SGLang '#running-req', vLLM 'Running', TensorRT-LLM 'num_scheduled_requests'."""
+    v = rec.fields.get("#running-req", rec.fields.get("Running", rec.fields.get("num_scheduled_requests")))
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
