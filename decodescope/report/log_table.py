@@ -14,7 +14,7 @@ ROWS = (  # summary field, label with its unit
 )
 
 WINDOW_LINES = ("SGLang 'Decode batch', vLLM 'Avg generation throughput', llama.cpp 'eval time', "
-                "TensorRT-LLM 'iter = ' with print_iter_log")
+                "TensorRT-LLM 'iter = ' with print_iter_log, or its /metrics JSON one object a line")
 # a generation iteration's tokens are known only from its scheduled requests (a field since
 # April 2025) when it verified no draft tokens (trtllm_log.py)
 _TRTLLM_NO_RATE = (" (TensorRT-LLM's iteration lines give one only with num_scheduled_requests, "

@@ -28,8 +28,9 @@ from decodescope.serverstats.logvalues import (
     pairs,
 )
 
-__all__ = ["ENGINES", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
-           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_trtllm", "parse_vllm", "sglang_facts"]
+__all__ = ["ENGINES", "RUNNING_KEYS", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
+           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_trtllm", "parse_vllm", "running_in",
+           "sglang_facts"]
 
 
 # ---------------------------------------------------------------- SGLang
@@ -263,3 +264,16 @@ def parse_startup(line: str, engine: str) -> Parsed | None:
 
 
 ENGINES = ("sglang", "vllm", "llamacpp", "trtllm")
+
+# where each engine's line says how many requests are in flight: SGLang, vLLM, TensorRT-LLM's
+# iteration line and its IterationStats JSON (scheduled requests: all generating, in a
+# generation-only iteration)
+RUNNING_KEYS = ("#running-req", "Running", "num_scheduled_requests", "numScheduledRequests")
+
+
+def running_in(fields: dict):
+    """The requests-in-flight value of a line's fields (the first of RUNNING_KEYS it has)."""
+    for key in RUNNING_KEYS:
+        if key in fields:
+            return fields[key]
+    return None

@@ -293,7 +293,7 @@ def write_records(out, lines: Iterable[str], engine, year, limits: list, join=No
         # what tagger.tag(record) reads (running_of, clock_of), without building the record
         p, accept = pa
         fields = p.fields
-        running = fields.get("#running-req", fields.get("Running", fields.get("num_scheduled_requests")))
+        running = logformats.running_in(fields)
         clock = p.time_s if p.time_s is not None else fields.get("log_elapsed_s")
         tag = tag_facts(p.kind, (reader.engine, p.rank), running if type(running) in _NUMBER else None, accept,
                         p.gen_tok_s, clock, p.process, line_no, fields.get("speculative"))

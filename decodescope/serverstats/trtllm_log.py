@@ -29,13 +29,32 @@ One line is one executor iteration, a window of one forward step:
   made exactly one token, accept length 1 and gen tok/s = requests / wall time. With
   drafts the line does not say how many were accepted: no rate (round time and
   requests are still in its fields).
+
+The same iterations as JSON, one `IterationStats` object per line: what trtllm-serve's
+`/metrics` returns (a JSON list of the iterations since the last call, with
+`enable_iter_perf_stats`; `jq -c '.[]'` puts one per line), what the executor API's
+get_stats gives and trtllm-bench's iteration log writes. Fields used
+(tensorrt_llm/_torch/pyexecutor/py_executor.py `_update_iter_stats`, the C++ executor's
+IterationStats): `iterLatencyMS` (or `hostStepTimeMS`, one executor loop, where present:
+under the PyTorch overlap scheduler iterLatencyMS spans about two loops, TensorRT-LLM#14127),
+`inflightBatchingStats` {numContextRequests, numGenRequests, numScheduledRequests,
+avgNumDecodedTokensPerIter} and `specDecodingStats` (null when no speculative config:
+PyExecutor._get_init_iter_stats creates it whenever one is set). Tokens per generation
+request per iteration = the accept length: specDecodingStats' acceptanceLength (or 1 +
+numAcceptedTokens / numRequestsWithDraftTokens), else the TensorRT backend's
+avgNumDecodedTokensPerIter when >= 1, else 1 when specDecodingStats is null (the
+PyTorch backend leaves avgNumDecodedTokensPerIter at 0). gen tok/s = numGenRequests x
+that / the iteration's time.
 """
+
+import json
 
 import re
 
 from decodescope.serverstats.logvalues import Parsed, checked, count, local_epoch, number
 
 MARKER = "iter = "  # every version's message starts with it
+JSON_MARKER = '"iterLatencyMS":'  # in every IterationStats object
 _STAMP = re.compile(r"\[(\d\d)/(\d\d)/(\d{4})-(\d\d:\d\d:\d\d)\] ")  # the logger's "[%m/%d/%Y-%H:%M:%S] "
 _STATES = re.compile(r"states = \{([^}]*)\}")
 _STATE = re.compile(r"'(\w+)': (-?[\d.]+(?:e-?\d+)?)")
@@ -43,6 +62,8 @@ _SECONDS = {"elapsed_time": 1.0, "host_step_time": 1e-3}  # the wall-time fields
 
 
 def parse_trtllm(line: str) -> Parsed | None:
+    if JSON_MARKER in line:
+        return parse_stats_json(line)
     at = line.find(MARKER)
     if at < 0 or "states = {" not in line:
         return None
@@ -115,3 +136,72 @@ def _time(head: str, stamp) -> float | None:
             return t
     m = _STAMP.search(head)
     return local_epoch(f"{m.group(3)}-{m.group(1)}-{m.group(2)} {m.group(4)}") if m else None
+
+
+def parse_stats_json(line: str) -> Parsed | None:
+    """One IterationStats JSON object (a line of a JSON list keeps its ',' / '[' / ']')."""
+    text = line.strip().strip("`").strip().removeprefix("[").removesuffix(",").removesuffix("]")
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None  # not one whole object (several on a line, or cut)
+    if not isinstance(obj, dict) or not isinstance(obj.get("inflightBatchingStats"), dict):
+        return None
+    # the batch counts at the top, beside the iteration's own figures; kvCacheStats and
+    # specDecodingStats (whose iterLatencyMS is the drafter's) stay nested
+    fields = {k: v for k, v in obj.items() if k != "inflightBatchingStats"}
+    fields.update(obj["inflightBatchingStats"])
+    ctx, gen_reqs = fields.get("numContextRequests"), fields.get("numGenRequests")
+    if not (isinstance(ctx, int) and isinstance(gen_reqs, int)):
+        return None
+    checked(count(fields.get("numScheduledRequests", 0)), None, None)
+    time_s = _json_time(fields.get("timestamp"))
+    if ctx > 0:
+        return Parsed("prefill", time_s, None, fields, None, None)
+    step_s = _json_step_s(fields)
+    accept = _json_accept(fields)
+    gen = None
+    if gen_reqs == 0:
+        gen = 0.0
+    elif step_s and accept is not None:
+        gen = count(gen_reqs) * accept / step_s
+    return Parsed("decode", time_s, None, fields, *checked(None, accept, gen)[1:])
+
+
+def _json_step_s(fields: dict) -> float | None:
+    for key in ("hostStepTimeMS", "iterLatencyMS"):
+        v = fields.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e12:
+            return v / 1000
+    return None
+
+
+def _json_accept(fields: dict) -> float | None:
+    """Tokens per generation request in the iteration (the accept length incl. the bonus
+    token), or None when the object does not say."""
+    spec = fields.get("specDecodingStats")
+    if isinstance(spec, dict):
+        length = spec.get("acceptanceLength")
+        if isinstance(length, (int, float)) and length >= 1:
+            return float(length)
+        accepted, reqs = spec.get("numAcceptedTokens"), spec.get("numRequestsWithDraftTokens")
+        if isinstance(accepted, int) and isinstance(reqs, int) and reqs > 0:
+            return 1 + count(accepted) / reqs
+        return None
+    avg = fields.get("avgNumDecodedTokensPerIter")
+    if isinstance(avg, (int, float)) and avg >= 1:
+        return float(avg)
+    return 1.0 if "specDecodingStats" in fields else None
+
+
+def _json_time(stamp) -> float | None:
+    """Epoch seconds of IterationStats' local 'mm-dd-YYYY HH:MM:SS.ffffff'."""
+    if not isinstance(stamp, str) or len(stamp) < 19:
+        return None
+    t = local_epoch(f"{stamp[6:10]}-{stamp[:2]}-{stamp[3:5]} {stamp[11:19]}")
+    if t is not None and stamp[19:20] == ".":
+        try:
+            t += float("0" + stamp[19:])
+        except ValueError:
+            pass
+    return t
