@@ -40,8 +40,8 @@ under the PyTorch overlap scheduler iterLatencyMS spans about two loops, TensorR
 `inflightBatchingStats` {numContextRequests, numGenRequests, numScheduledRequests,
 avgNumDecodedTokensPerIter} and `specDecodingStats` (null when no speculative config:
 PyExecutor._get_init_iter_stats creates it whenever one is set). Tokens per generation
-request per iteration = the accept length: specDecodingStats' acceptanceLength (or 1 +
-numAcceptedTokens / numRequestsWithDraftTokens), else the TensorRT backend's
+request per iteration = the accept length: 1 + specDecodingStats' numAcceptedTokens /
+numGenRequests (its acceptanceLength where the counts are missing), else the TensorRT backend's
 avgNumDecodedTokensPerIter when >= 1, else 1 when specDecodingStats is null (the
 PyTorch backend leaves avgNumDecodedTokensPerIter at 0). gen tok/s = numGenRequests x
 that / the iteration's time.
@@ -178,16 +178,17 @@ def _json_step_s(fields: dict) -> float | None:
 
 def _json_accept(fields: dict) -> float | None:
     """Tokens per generation request in the iteration (the accept length incl. the bonus
-    token), or None when the object does not say."""
+    token), or None when the object does not say. Each generation request makes one token
+    plus its accepted draft tokens, so (numGenRequests + numAcceptedTokens) / numGenRequests;
+    acceptanceLength averages only the requests that drafted."""
     spec = fields.get("specDecodingStats")
+    gen_reqs = fields.get("numGenRequests")
     if isinstance(spec, dict):
+        accepted = spec.get("numAcceptedTokens")
+        if isinstance(accepted, int) and gen_reqs:
+            return (gen_reqs + count(accepted)) / gen_reqs
         length = spec.get("acceptanceLength")
-        if isinstance(length, (int, float)) and length >= 1:
-            return float(length)
-        accepted, reqs = spec.get("numAcceptedTokens"), spec.get("numRequestsWithDraftTokens")
-        if isinstance(accepted, int) and isinstance(reqs, int) and reqs > 0:
-            return 1 + count(accepted) / reqs
-        return None
+        return float(length) if isinstance(length, (int, float)) and length >= 1 else None
     avg = fields.get("avgNumDecodedTokensPerIter")
     if isinstance(avg, (int, float)) and avg >= 1:
         return float(avg)
