@@ -145,6 +145,11 @@ def parse_stats_json(line: str) -> Parsed | None:
         obj = json.loads(text)
     except ValueError:
         return None  # not one whole object (several on a line, or cut)
+    return stats_record(obj)
+
+
+def stats_record(obj) -> Parsed | None:
+    """The record of one IterationStats object; None when it is not one."""
     if not isinstance(obj, dict) or not isinstance(obj.get("inflightBatchingStats"), dict):
         return None
     # the batch counts at the top, beside the iteration's own figures; kvCacheStats and
@@ -158,8 +163,8 @@ def parse_stats_json(line: str) -> Parsed | None:
     time_s = _json_time(fields.get("timestamp"))
     if ctx > 0:
         return Parsed("prefill", time_s, None, fields, None, None)
-    step_s = _json_step_s(fields)
-    accept = _json_accept(fields)
+    step_s = json_step_s(fields)
+    accept = json_accept(fields)
     gen = None
     if gen_reqs == 0:
         gen = 0.0
@@ -168,7 +173,8 @@ def parse_stats_json(line: str) -> Parsed | None:
     return Parsed("decode", time_s, None, fields, *checked(None, accept, gen)[1:])
 
 
-def _json_step_s(fields: dict) -> float | None:
+def json_step_s(fields: dict) -> float | None:
+    """An IterationStats object's time in seconds: one executor loop where it says so."""
     for key in ("hostStepTimeMS", "iterLatencyMS"):
         v = fields.get(key)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e12:
@@ -176,7 +182,7 @@ def _json_step_s(fields: dict) -> float | None:
     return None
 
 
-def _json_accept(fields: dict) -> float | None:
+def json_accept(fields: dict) -> float | None:
     """Tokens per generation request in the iteration (the accept length incl. the bonus
     token), or None when the object does not say. Each generation request makes one token
     plus its accepted draft tokens, so (numGenRequests + numAcceptedTokens) / numGenRequests;
