@@ -161,8 +161,11 @@ def stats_record(obj) -> Parsed | None:
         return None
     checked(count(fields.get("numScheduledRequests", 0)), None, None)
     time_s = _json_time(fields.get("timestamp"))
+    # one object per attention-DP rank since TensorRT-LLM#13649, each with its own requests
+    dp = fields.get("attentionDpRank")
+    rank = f"attention DP {dp}" if isinstance(dp, int) and not isinstance(dp, bool) else None
     if ctx > 0:
-        return Parsed("prefill", time_s, None, fields, None, None)
+        return Parsed("prefill", time_s, rank, fields, None, None)
     step_s = json_step_s(fields)
     accept = json_accept(fields)
     gen = None
@@ -170,7 +173,7 @@ def stats_record(obj) -> Parsed | None:
         gen = 0.0
     elif step_s and accept is not None:
         gen = count(gen_reqs) * accept / step_s
-    return Parsed("decode", time_s, None, fields, *checked(None, accept, gen)[1:])
+    return Parsed("decode", time_s, rank, fields, *checked(None, accept, gen)[1:])
 
 
 def json_step_s(fields: dict) -> float | None:

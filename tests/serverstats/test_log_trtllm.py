@@ -225,3 +225,16 @@ def test_engine_trtllm_on_another_engines_log_is_one_clear_error():
     p = _cli("log", str(LOGS / "sglang_eagle3.log"), "--engine", "trtllm")
     assert p.returncode == 2 and b"Traceback" not in p.stderr
     assert b"TensorRT-LLM statistics" in _words(p.stderr) and b"for engine trtllm" in _words(p.stderr)
+
+
+def test_attention_dp_ranks_are_series_whose_rates_add_up():
+    # since TensorRT-LLM#13649 each attention-DP rank has its own object ("attentionDpRank"):
+    # the real object as rank 0 (1 request) and as rank 1 with 3 requests, same iteration and
+    # time: 1 / 0.013021209 + 3 / 0.013021209 = 76.7978 + 230.3935 = 307.191 tok/s in total,
+    # each rank's round 13.021209 ms
+    rank1 = _metrics_with(numGenRequests=3, numScheduledRequests=3, attentionDpRank=1)
+    s = parse_log([_metrics_with(attentionDpRank=0), rank1]).summary
+    assert s.dp_ranks == 2 and s.warmup_windows == 0
+    assert s.gen_tok_s_total.mean == pytest.approx(4 / 0.013021209, abs=1e-3)
+    assert s.round_ms == pytest.approx(13.021209, abs=1e-6)
+    assert parse_line(rank1).rank == "attention DP 1"
