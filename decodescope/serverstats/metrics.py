@@ -16,7 +16,9 @@ docs/source/commands/trtllm-serve; fields: serverstats/trtllm_log.py). Each obje
 becomes series labelled by its `iter`: `trtllm:numGenRequests` and `trtllm:generated_tokens`
 (numGenRequests x tokens per request, where the object says how many) of every iteration,
 `trtllm:decode_step_ms` (its time) of the generation-only ones, `trtllm:numActiveRequests`.
-The page itself is the interval's count: no delta is taken."""
+The page itself is the interval's count: no delta is taken. Its Prometheus page
+(/prometheus/metrics, names `trtllm_*` in 2026) counts generation tokens per finished
+request and has a time-per-output-token histogram."""
 
 import json
 
@@ -26,7 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from decodescope.errors import DecodescopeError
 
-ENGINE_PREFIXES = {"sglang:": "sglang", "vllm:": "vllm", "llamacpp:": "llamacpp", "trtllm:": "trtllm"}
+# "trtllm:" names the series of trtllm-serve's JSON page; "trtllm_" its Prometheus page
+# (/prometheus/metrics, tensorrt_llm/metrics/collector.py, 2026)
+ENGINE_PREFIXES = {"sglang:": "sglang", "vllm:": "vllm", "llamacpp:": "llamacpp", "trtllm:": "trtllm",
+                   "trtllm_": "trtllm"}
 
 
 @dataclass(frozen=True)
@@ -264,6 +269,13 @@ def _llamacpp(d: _Delta, out: dict):
 
 
 def _trtllm(d: _Delta, out: dict):
+    if any(s.name.startswith("trtllm:") for s in d.cur.series):
+        _trtllm_iterations(d, out)
+    else:
+        _trtllm_prometheus(d, out)
+
+
+def _trtllm_iterations(d: _Delta, out: dict):
     # the page holds the iterations since the previous scrape: its sums are the interval's
     tokens, reqs = d.cur.total("trtllm:generated_tokens"), d.cur.total("trtllm:numGenRequests")
     if tokens is not None:
@@ -277,6 +289,19 @@ def _trtllm(d: _Delta, out: dict):
     out["decode_round_ms"] = step  # ms per generation-only iteration: the decode round
     if step is not None:
         out["sources"]["decode_round_ms"] = "mean trtllm:decode_step_ms (generation-only iterations)"
+
+
+def _trtllm_prometheus(d: _Delta, out: dict):
+    # generation tokens are counted as each request finishes (log_request_metrics_dict): the rate steps
+    name = "trtllm_generation_tokens_total"
+    _set(out, "gen_tok_s", d.rate(name), f"rate({name}) (steps at request completion)")
+    accept = d.cur.mean("trtllm_spec_decode_acceptance_length")
+    if accept:  # 0 until an iteration drafts
+        _set(out, "accept_len", accept, "trtllm_spec_decode_acceptance_length (gauge, last iteration)")
+    acc, drafts = "trtllm_spec_decode_num_accepted_tokens_total", "trtllm_spec_decode_num_draft_tokens_total"
+    _set(out, "accept_rate", d.ratio(acc, drafts), f"Δ{acc} / Δ{drafts}")
+    _set(out, "running_reqs", d.cur.total("trtllm_num_requests_running"), "trtllm_num_requests_running")
+    _latencies(d, out, "trtllm_", ("time_per_output_token_seconds",))
 
 
 _RULES = {"vllm": _vllm, "sglang": _sglang, "llamacpp": _llamacpp, "trtllm": _trtllm}

@@ -87,3 +87,32 @@ def test_the_watch_scrapes_trtllm_serve_over_http():
     # the second page, 2 s after the first: 1 token / 2 s
     assert (first["type"], first["window_s"], first["gen_tok_s"], first["accept_len"]) == ("metrics", 2.0, 0.5, 1.0)
     assert first["data"]["decode_round_ms"] == 13.021209
+
+
+def prometheus_page(generated, drafted, accepted, tpot, acceptance_length=2.4, running=5):
+    """trtllm-serve's /prometheus/metrics as tensorrt_llm/metrics/collector.py registers it
+    (prefix trtllm_, labels model_name and engine_type), made by prometheus_client."""
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+    r, labels = CollectorRegistry(), {"model_name": "qwen", "engine_type": "trtllm"}
+    for name, n in (("trtllm_generation_tokens_total", generated), ("trtllm_spec_decode_num_draft_tokens_total", drafted),
+                    ("trtllm_spec_decode_num_accepted_tokens_total", accepted)):
+        Counter(name, "counter", list(labels), registry=r).labels(**labels).inc(n)
+    Gauge("trtllm_spec_decode_acceptance_length", "gauge", list(labels), registry=r).labels(**labels).set(acceptance_length)
+    Gauge("trtllm_num_requests_running", "gauge", list(labels), registry=r).labels(**labels).set(running)
+    h = Histogram("trtllm_time_per_output_token_seconds", "tpot", list(labels), registry=r)
+    for v in tpot:
+        h.labels(**labels).observe(v)
+    return generate_latest(r).decode()
+
+
+def test_the_prometheus_page_of_trtllm_serve():
+    # 10 s apart: (1600 - 1000) tokens / 10 s = 60 tok/s; accepted (420 - 210) / drafted (600 - 300)
+    # = 0.7; time per output token: new observations 0.01 + 0.03 + 0.02 s over 3 = 20 ms
+    prev = parse_metrics(prometheus_page(1000, 300, 210, [0.02, 0.02]), 0.0)
+    cur = parse_metrics(prometheus_page(1600, 600, 420, [0.02, 0.02, 0.01, 0.03, 0.02]), 10.0)
+    assert cur.engine == "trtllm"
+    d = derive(prev, cur)
+    assert d["gen_tok_s"] == pytest.approx(60.0) and d["accept_rate"] == pytest.approx(0.7)
+    assert (d["accept_len"], d["running_reqs"]) == (2.4, 5.0) and d["itl_ms_mean"] == pytest.approx(20.0)
+    assert "steps at request completion" in d["sources"]["gen_tok_s"]
