@@ -236,12 +236,12 @@ def _vllm_accept_len(fields: dict) -> float | None:
 # One line each engine writes once as a server starts, and what it says about
 # speculative decoding: SGLang logs its ServerArgs (speculative_algorithm=None or 'EAGLE'),
 # vLLM its version and then the engine config (speculative_config=None or SpeculativeConfig(...)),
-# llama-server the address it listens on.
+# llama-server the address it listens on, TensorRT-LLM its version (saying nothing of speculation).
 STARTUP_MARKERS = {
     "sglang": ("server_args=ServerArgs(",),
     "vllm": ("vLLM API server version", "Initializing a V1 LLM engine", "Initializing an LLM engine", "Starting vLLM"),
     "llamacpp": ("server is listening on",),
-    "trtllm": (),  # none known that says whether it speculates
+    "trtllm": ("[TensorRT-LLM] TensorRT-LLM version: ",),  # printed as tensorrt_llm is imported
 }
 _SPEC_SETTING = re.compile(r"(speculative_algorithm|speculative_config)=(None|\S)")
 

@@ -21,7 +21,8 @@ ITER = "trtllm_iter_scheduled_padded.log"  # TensorRT-LLM#3914, with num_schedul
 OLD = "trtllm_iter_before_scheduled.log"  # the same line before that PR
 METRICS = "trtllm_metrics_json_trt_backend.log"  # TensorRT-LLM#6364, /metrics, TensorRT backend
 CONTEXT = "trtllm_executor_stats_context.log"  # TensorRT-LLM#3376, a context iteration
-TRTLLM = (ITER, OLD, METRICS, CONTEXT)
+BANNER = "trtllm_serve_version_banner.log"  # TensorRT-LLM#2667: trtllm-serve 0.16.0's first line
+TRTLLM = (ITER, OLD, METRICS, CONTEXT, BANNER)
 
 # 10 generation requests in 0.005060911178588867 s, no draft tokens (16 < 2 x 10): 1 token
 # each, 10 / 0.005060911178588867 = 1975.929 tok/s, 197.593 per request, round 5.0609 ms
@@ -238,3 +239,17 @@ def test_attention_dp_ranks_are_series_whose_rates_add_up():
     assert s.gen_tok_s_total.mean == pytest.approx(4 / 0.013021209, abs=1e-3)
     assert s.round_ms == pytest.approx(13.021209, abs=1e-6)
     assert parse_line(rank1).rank == "attention DP 1"
+
+
+def test_the_version_line_is_a_start_up_line_that_opens_a_run(tmp_path):
+    # the banner, the real iteration line, the banner again (a restart), the line again:
+    # two runs (lines 1-2 and 3-4), each 1975.929 tok/s; the settings say engine and version
+    log = tmp_path / "restart.log"
+    log.write_text("".join(lines(BANNER, ITER, BANNER, ITER)))
+    s = summary(str(log))
+    assert [(g.first_line, g.reason.value) for g in s.segments] == [(1, "server start-up"), (3, "server start-up")]
+    assert all(g.gen_tok_s.mean == pytest.approx(ITER_TOK_S, abs=1e-3) for g in s.segments)
+    d = json.loads(_cli("log", str(log), "--json", "--no-records").stdout)
+    assert (d["settings"]["engine"], d["settings"]["version"]) == ("trtllm", "0.16.0")
+    e = _cli("explain", "llama-3.1-8b", "--gpu", "h100-sxm", "--log", str(log))
+    assert e.returncode == 0 and b"engine trtllm" in _words(e.stdout)
