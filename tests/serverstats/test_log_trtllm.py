@@ -253,3 +253,32 @@ def test_the_version_line_is_a_start_up_line_that_opens_a_run(tmp_path):
     assert (d["settings"]["engine"], d["settings"]["version"]) == ("trtllm", "0.16.0")
     e = _cli("explain", "llama-3.1-8b", "--gpu", "h100-sxm", "--log", str(log))
     assert e.returncode == 0 and b"engine trtllm" in _words(e.stdout)
+
+
+@pytest.mark.parametrize("old,new,rejected", [
+    ("num_scheduled_requests: 10", "num_scheduled_requests: -10", 1),  # a negative count
+    ("num_scheduled_requests: 10", "num_scheduled_requests: 1e400", 1),  # inf
+    ("elapsed_time = 0.005060911178588867s", "elapsed_time = 1e-300s", 1),  # 1e301 tok/s
+    ("elapsed_time = 0.005060911178588867s", "elapsed_time = nans", 0),  # no time: a decode line without a rate
+    ("'num_generation_tokens': 16", "'num_generation_tokens': 99999999999999999999", 1),
+])
+def test_hostile_figures_are_rejected_or_give_no_rate(tmp_path, old, new, rejected):
+    # the real line with one figure out of range; the real line after it still counts
+    log = tmp_path / "hostile.log"
+    log.write_text(_line(ITER).replace(old, new) + _line(ITER))
+    p = _cli("log", str(log), "--json")
+    assert p.returncode == 0 and b"Traceback" not in p.stderr
+    s = json.loads(p.stdout)["summary"]
+    assert s["rejected_lines"] == rejected and s["records"]["decode"] == 2 - rejected
+    assert s["gen_tok_s"]["mean"] == pytest.approx(ITER_TOK_S, abs=1e-3) and s["gen_tok_s"]["n"] == 1
+
+
+def test_hostile_json_objects_are_rejected_or_skipped(tmp_path):
+    # the real object with a 30-digit request count (rejected), iterLatencyMS NaN (no rate),
+    # then cut in the middle (skipped): only the last, unchanged object gives a rate
+    log = tmp_path / "hostile.jsonl"
+    log.write_text("\n".join([_metrics_with(numScheduledRequests=10**30), _metrics_with(iterLatencyMS=float("nan")),
+                              _line(METRICS)[:300], _line(METRICS)]))
+    s = json.loads(_cli("log", str(log), "--json", "--no-records").stdout)["summary"]
+    assert (s["rejected_lines"], s["skipped_lines"], s["records"]) == (1, 1, {"decode": 2})
+    assert s["gen_tok_s"]["n"] == 1 and s["gen_tok_s"]["mean"] == pytest.approx(76.7978, abs=1e-4)
