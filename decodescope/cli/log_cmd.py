@@ -65,7 +65,8 @@ def log(file, engine, as_json, records, year):
             "give the server's own log: SGLang logs 'Decode batch' lines at --log-level info, "
             "vLLM its 'Avg generation throughput' lines unless --disable-log-stats, "
             "llama.cpp its 'eval time' lines per request, "
-            "TensorRT-LLM its 'iter = ' lines with print_iter_log: true",
+            "TensorRT-LLM its 'iter = ' lines with print_iter_log: true (its /metrics JSON: one object "
+            "a line, jq -c '.[]')",
         )
     if not as_json:
         from decodescope.report.log_table import print_log_summary, print_no_statistics

@@ -282,3 +282,11 @@ def test_hostile_json_objects_are_rejected_or_skipped(tmp_path):
     s = json.loads(_cli("log", str(log), "--json", "--no-records").stdout)["summary"]
     assert (s["rejected_lines"], s["skipped_lines"], s["records"]) == (1, 1, {"decode": 2})
     assert s["gen_tok_s"]["n"] == 1 and s["gen_tok_s"]["mean"] == pytest.approx(76.7978, abs=1e-4)
+
+
+def test_a_metrics_page_saved_as_one_line_is_one_clear_error(tmp_path):
+    # `curl /metrics > page.json` keeps the list on one line: the error says how to split it
+    page = tmp_path / "page.json"
+    page.write_text("[" + _line(METRICS).strip().rstrip(",") + "," + _line(METRICS).strip().rstrip(",") + "]\n")
+    p = _cli("log", str(page))
+    assert p.returncode == 2 and b"Traceback" not in p.stderr and b"jq -c '.[]'" in _words(p.stderr)
