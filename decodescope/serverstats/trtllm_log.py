@@ -28,7 +28,8 @@ One line is one executor iteration, a window of one forward step:
   so fewer than 2 x requests tokens means no draft token was verified, every request
   made exactly one token, accept length 1 and gen tok/s = requests / wall time. With
   drafts the line does not say how many were accepted: no rate (round time and
-  requests are still in its fields).
+  requests are still in its fields). A graph-size list of one's own with larger steps
+  can only cost a rate this way, never give a wrong one: drafts always feed >= 2x.
 
 The same iterations as JSON, one `IterationStats` object per line: what trtllm-serve's
 `/metrics` returns (a JSON list of the iterations since the last call, with
@@ -48,7 +49,6 @@ that / the iteration's time.
 """
 
 import json
-
 import re
 
 from decodescope.serverstats.logvalues import Parsed, checked, count, local_epoch, number
