@@ -315,4 +315,6 @@ def _json_safe(v):
         return None
     if isinstance(v, list):
         return [_json_safe(x) for x in v]
+    if isinstance(v, dict):  # TensorRT-LLM's IterationStats keep kvCacheStats, specDecodingStats nested
+        return {k: _json_safe(x) for k, x in v.items()}
     return v

@@ -290,3 +290,14 @@ def test_a_metrics_page_saved_as_one_line_is_one_clear_error(tmp_path):
     page.write_text("[" + _line(METRICS).strip().rstrip(",") + "," + _line(METRICS).strip().rstrip(",") + "]\n")
     p = _cli("log", str(page))
     assert p.returncode == 2 and b"Traceback" not in p.stderr and b"jq -c '.[]'" in _words(p.stderr)
+
+
+def test_a_nan_inside_a_nested_stats_object_is_null_in_every_json():
+    # the real object with specDecodingStats.draftOverhead NaN (0/0 in a drafter-less iteration):
+    # record_json (orjson) and to_dict (json) both write null, never the non-JSON NaN
+    spec = {"numDraftTokens": 0, "numAcceptedTokens": 0, "numRequestsWithDraftTokens": 0,
+            "acceptanceLength": 0.0, "iterLatencyMS": 0.0, "draftOverhead": float("nan")}
+    r = parse_line(_metrics_with(specDecodingStats=spec))
+    assert json.loads(json.dumps(r.to_dict(), allow_nan=False))["fields"]["specDecodingStats"]["draftOverhead"] is None
+    assert json.loads(r.to_json())["fields"]["specDecodingStats"]["draftOverhead"] is None
+    assert r.accept_len == 1.0  # 0 accepted of 1 request: (1 + 0) / 1
