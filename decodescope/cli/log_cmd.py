@@ -59,12 +59,14 @@ def log(file, engine, as_json, records, year):
     summary = first.summary()
     if not summary.records and not runs:
         raise DecodescopeError(
-            f"no SGLang, vLLM or llama.cpp statistics or start-up line in {file} "
+            f"no SGLang, vLLM, llama.cpp or TensorRT-LLM statistics or start-up line in {file} "
             f"({summary.skipped_lines} lines read, {summary.rejected_lines} rejected)"
             + (f" for engine {engine}" if engine else ""),
             "give the server's own log: SGLang logs 'Decode batch' lines at --log-level info, "
             "vLLM its 'Avg generation throughput' lines unless --disable-log-stats, "
-            "llama.cpp its 'eval time' lines per request",
+            "llama.cpp its 'eval time' lines per request, "
+            "TensorRT-LLM its 'iter = ' lines with print_iter_log: true (its /metrics JSON: one object "
+            "a line, jq -c '.[]')",
         )
     if not as_json:
         from decodescope.report.log_table import print_log_summary, print_no_statistics

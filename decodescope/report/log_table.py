@@ -13,6 +13,13 @@ ROWS = (  # summary field, label with its unit
     ("gen_tok_s_per_req", "gen throughput per request (tok/s)"),
 )
 
+WINDOW_LINES = ("SGLang 'Decode batch', vLLM 'Avg generation throughput', llama.cpp 'eval time', "
+                "TensorRT-LLM 'iter = ' with print_iter_log, or its /metrics JSON one object a line")
+# a generation iteration's tokens are known only from its scheduled requests (a field since
+# April 2025) when it verified no draft tokens (trtllm_log.py)
+_TRTLLM_NO_RATE = (" (TensorRT-LLM's iteration lines give one only with num_scheduled_requests, "
+                   "from April 2025, and no draft tokens)")
+
 
 def print_log_summary(path: str, s: LogSummary, console: Console | None = None) -> None:
     c = console or Console()
@@ -20,9 +27,9 @@ def print_log_summary(path: str, s: LogSummary, console: Console | None = None) 
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(s.records.items()))
         # decode lines without a rate: llama.cpp's 0 ms eval prints "inf tokens per second"
         what = "whose decode lines give no rate" if s.records.get("decode") else "without a decode line"
-        c.print(f"{path}: {s.engine} log {what} ({kinds}): no decode rate to report; "
-                "the server logs one per decode window (SGLang 'Decode batch', vLLM 'Avg generation "
-                "throughput', llama.cpp 'eval time')", highlight=False)
+        why = _TRTLLM_NO_RATE if s.engine == "trtllm" and s.records.get("decode") else ""
+        c.print(f"{path}: {s.engine} log {what} ({kinds}): no decode rate to report{why}; "
+                f"the server logs one per decode window ({WINDOW_LINES})", highlight=False)
     else:
         last = s.segments[-1] if s.segments else None
         where = f", lines {last.first_line}-{last.last_line}" if last and len(s.segments) > 1 else ""
@@ -40,8 +47,7 @@ def print_no_statistics(path: str, s: LogSummary, console: Console | None = None
     """A log of start-up lines only: its settings were shown, it has no rate to summarise."""
     (console or Console()).print(
         f"{path}: no statistics line ({s.skipped_lines} lines read): no decode rate to report; the server "
-        "logs one per decode window (SGLang 'Decode batch', vLLM 'Avg generation throughput', llama.cpp "
-        "'eval time')", highlight=False)
+        f"logs one per decode window ({WINDOW_LINES})", highlight=False)
 
 
 def _table(title: str, s: LogSummary) -> Table:

@@ -1,8 +1,9 @@
-"""The server log line formats decodescope reads: SGLang, vLLM and llama.cpp.
+"""The server log line formats decodescope reads: SGLang, vLLM, llama.cpp and TensorRT-LLM.
 
 Each parser takes one line and returns a `Parsed` tuple, or None when the line is not
 one of its statistics lines. Formats, every known version, come from
-the engines' own source: SGLang python/sglang/srt/managers/scheduler_metrics_mixin.py (https://github.com/sgl-project/sglang), vLLM vllm/v1/metrics/loggers.py (https://github.com/vllm-project/vllm), llama.cpp tools/server/server.cpp (https://github.com/ggml-org/llama.cpp). Strategy:
+the engines' own source: SGLang python/sglang/srt/managers/scheduler_metrics_mixin.py (https://github.com/sgl-project/sglang), vLLM vllm/v1/metrics/loggers.py (https://github.com/vllm-project/vllm), llama.cpp tools/server/server.cpp (https://github.com/ggml-org/llama.cpp), TensorRT-LLM's
+iteration line in trtllm_log.py. Strategy:
 find a fixed marker with a substring test (cheap, so a 1 GB log of noise costs little),
 strip the engine's prefix with a small regex, then split the message into `key: value`
 pairs and keep every key as the engine prints it, because the field set has changed
@@ -11,6 +12,7 @@ many times and will change again."""
 import re
 
 from decodescope.serverstats.llamacpp_log import llamacpp_pid, parse_llamacpp, uncoloured
+from decodescope.serverstats.trtllm_log import parse_trtllm
 from decodescope.serverstats.logvalues import (
     MAX_ACCEPT,
     MAX_RUNNING,
@@ -26,8 +28,9 @@ from decodescope.serverstats.logvalues import (
     pairs,
 )
 
-__all__ = ["ENGINES", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
-           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_vllm", "sglang_facts"]
+__all__ = ["ENGINES", "RUNNING_KEYS", "Parsed", "Rejected", "STARTUP_MARKERS", "checked", "number", "pairs",
+           "parse_llamacpp", "parse_sglang", "parse_startup", "parse_trtllm", "parse_vllm", "running_in",
+           "sglang_facts"]
 
 
 # ---------------------------------------------------------------- SGLang
@@ -233,11 +236,12 @@ def _vllm_accept_len(fields: dict) -> float | None:
 # One line each engine writes once as a server starts, and what it says about
 # speculative decoding: SGLang logs its ServerArgs (speculative_algorithm=None or 'EAGLE'),
 # vLLM its version and then the engine config (speculative_config=None or SpeculativeConfig(...)),
-# llama-server the address it listens on.
+# llama-server the address it listens on, TensorRT-LLM its version (saying nothing of speculation).
 STARTUP_MARKERS = {
     "sglang": ("server_args=ServerArgs(",),
     "vllm": ("vLLM API server version", "Initializing a V1 LLM engine", "Initializing an LLM engine", "Starting vLLM"),
     "llamacpp": ("server is listening on",),
+    "trtllm": ("[TensorRT-LLM] TensorRT-LLM version: ",),  # printed as tensorrt_llm is imported
 }
 _SPEC_SETTING = re.compile(r"(speculative_algorithm|speculative_config)=(None|\S)")
 
@@ -259,4 +263,17 @@ def parse_startup(line: str, engine: str) -> Parsed | None:
     return Parsed("startup", time_s, None, fields, None, None, process)
 
 
-ENGINES = ("sglang", "vllm", "llamacpp")
+ENGINES = ("sglang", "vllm", "llamacpp", "trtllm")
+
+# where each engine's line says how many requests are in flight: SGLang, vLLM, TensorRT-LLM's
+# iteration line and its IterationStats JSON (scheduled requests: all generating, in a
+# generation-only iteration)
+RUNNING_KEYS = ("#running-req", "Running", "num_scheduled_requests", "numScheduledRequests")
+
+
+def running_in(fields: dict):
+    """The requests-in-flight value of a line's fields (the first of RUNNING_KEYS it has)."""
+    for key in RUNNING_KEYS:
+        if key in fields:
+            return fields[key]
+    return None

@@ -237,7 +237,7 @@ class _Pass:
             return
         p, accept = pa
         fields = p.fields
-        running = fields.get("#running-req", fields.get("Running"))
+        running = logformats.running_in(fields)
         clock = p.time_s if p.time_s is not None else fields.get("log_elapsed_s")
         tag = self.scan.add_facts(p.kind, (reader.engine, p.rank), running if type(running) in _NUMBER else None,
                                   accept, p.gen_tok_s, clock, p.process, line_no, fields.get("speculative"))

@@ -19,6 +19,8 @@ import math
 from enum import StrEnum
 from math import floor, log
 
+from decodescope.serverstats.logformats import running_in
+
 CLOCK_SLACK_S = 30.0  # lines of concurrent processes interleave a little out of order
 _BINS_PER_E = 1000  # round-time bins per factor e: 0.1 % wide
 PENDING = "pending"  # suspect-or-not of a window decided by earlier lines (see WindowTagger)
@@ -48,8 +50,8 @@ def round_s(running, accept_len, gen_tok_s) -> float | None:
 
 
 def running_of(rec):
-    """Requests in flight on a record's line: SGLang '#running-req', vLLM 'Running'."""
-    v = rec.fields.get("#running-req", rec.fields.get("Running"))
+    """Requests in flight on a record's line (logformats.RUNNING_KEYS)."""
+    v = running_in(rec.fields)
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 

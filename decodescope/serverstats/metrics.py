@@ -1,4 +1,5 @@
-"""Read a server's Prometheus `/metrics` page and turn two scrapes into rates.
+"""Read a server's Prometheus `/metrics` page (trtllm-serve's: JSON iteration statistics)
+and turn two scrapes into rates.
 
 Names per engine as each defines them: vLLM vllm/v1/metrics/loggers.py
 (https://github.com/vllm-project/vllm), SGLang python/sglang/srt/metrics/collector.py
@@ -7,7 +8,19 @@ Names per engine as each defines them: vLLM vllm/v1/metrics/loggers.py
 Rates come from counter deltas between two scrapes, not from lifetime averages; a
 gauge is used only where the engine has no counter (SGLang's accept length is a gauge
 over the same window as its log line). llama.cpp's `*_tokens_seconds` gauges are never
-read: every scrape resets them."""
+read: every scrape resets them.
+
+trtllm-serve's `/metrics` is no Prometheus page but a JSON list of the IterationStats of
+the iterations since the previous call (https://github.com/NVIDIA/TensorRT-LLM
+docs/source/commands/trtllm-serve; fields: serverstats/trtllm_log.py). Each object
+becomes series labelled by its `iter`: `trtllm:numGenRequests` and `trtllm:generated_tokens`
+(numGenRequests x tokens per request, where the object says how many) of every iteration,
+`trtllm:decode_step_ms` (its time) of the generation-only ones, `trtllm:numActiveRequests`.
+The page itself is the interval's count: no delta is taken. Its Prometheus page
+(/prometheus/metrics, names `trtllm_*` in 2026) counts generation tokens per finished
+request and has a time-per-output-token histogram."""
+
+import json
 
 from dataclasses import dataclass
 
@@ -15,7 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from decodescope.errors import DecodescopeError
 
-ENGINE_PREFIXES = {"sglang:": "sglang", "vllm:": "vllm", "llamacpp:": "llamacpp"}
+# "trtllm:" names the series of trtllm-serve's JSON page; "trtllm_" its Prometheus page
+# (/prometheus/metrics, tensorrt_llm/metrics/collector.py, 2026)
+ENGINE_PREFIXES = {"sglang:": "sglang", "vllm:": "vllm", "llamacpp:": "llamacpp", "trtllm:": "trtllm",
+                   "trtllm_": "trtllm"}
 
 
 @dataclass(frozen=True)
@@ -58,7 +74,10 @@ def _match(have: dict, want: dict) -> bool:
 
 
 def parse_metrics(text: str, time_s: float) -> MetricsSample:
-    """A `/metrics` exposition (Prometheus text format) scraped at `time_s`."""
+    """A `/metrics` exposition (Prometheus text format, or trtllm-serve's JSON list)
+    scraped at `time_s`."""
+    if text.lstrip().startswith("["):
+        return MetricsSample(time_s, "trtllm", _trtllm_series(text))
     try:
         series = _series(text)
     except ValueError:
@@ -83,6 +102,36 @@ def _series(text: str) -> list[Series]:
             if not s.name.endswith("_created"):  # creation timestamps, not measurements
                 out.append(Series(s.name, dict(s.labels), float(s.value)))
     return out
+
+
+def _trtllm_series(text: str) -> tuple[Series, ...]:
+    """The series of trtllm-serve's JSON page (see the module's doc); objects that are no
+    IterationStats, or whose figures are out of range, are left out."""
+    from decodescope.serverstats.logvalues import Rejected
+    from decodescope.serverstats.trtllm_log import json_accept, json_step_s, stats_record
+
+    try:
+        objs = json.loads(text)
+    except ValueError:
+        return ()
+    out = []
+    for obj in objs if isinstance(objs, list) else ():
+        try:
+            p = stats_record(obj)
+        except Rejected:
+            continue
+        if p is None:
+            continue
+        f, label = p.fields, {"iter": str(p.fields.get("iter"))}
+        accept = json_accept(f)
+        if accept is not None:
+            out += [Series("trtllm:numGenRequests", label, float(f["numGenRequests"])),
+                    Series("trtllm:generated_tokens", label, f["numGenRequests"] * accept)]
+        if p.kind == "decode" and f["numGenRequests"] and json_step_s(f):
+            out.append(Series("trtllm:decode_step_ms", label, 1000 * json_step_s(f)))
+        if isinstance(f.get("numActiveRequests"), int):
+            out.append(Series("trtllm:numActiveRequests", label, float(f["numActiveRequests"])))
+    return tuple(out)
 
 
 def _engine_of(name: str) -> str | None:
@@ -219,4 +268,40 @@ def _llamacpp(d: _Delta, out: dict):
     _set(out, "running_reqs", d.cur.total("llamacpp:requests_processing"), "llamacpp:requests_processing")
 
 
-_RULES = {"vllm": _vllm, "sglang": _sglang, "llamacpp": _llamacpp}
+def _trtllm(d: _Delta, out: dict):
+    if any(s.name.startswith("trtllm:") for s in d.cur.series):
+        _trtllm_iterations(d, out)
+    else:
+        _trtllm_prometheus(d, out)
+
+
+def _trtllm_iterations(d: _Delta, out: dict):
+    # the page holds the iterations since the previous scrape: its sums are the interval's
+    tokens, reqs = d.cur.total("trtllm:generated_tokens"), d.cur.total("trtllm:numGenRequests")
+    if tokens is not None:
+        _set(out, "gen_tok_s", tokens / d.dt, "Σ trtllm:generated_tokens (iterations on the page) / interval")
+    if tokens is not None and reqs:
+        _set(out, "accept_len", tokens / reqs, "Σ trtllm:generated_tokens / Σ trtllm:numGenRequests")
+    active = [s.value for s in d.cur.series if s.name == "trtllm:numActiveRequests"]
+    if active:
+        _set(out, "running_reqs", active[-1], "trtllm:numActiveRequests (last iteration on the page)")
+    step = d.cur.mean("trtllm:decode_step_ms")
+    out["decode_round_ms"] = step  # ms per generation-only iteration: the decode round
+    if step is not None:
+        out["sources"]["decode_round_ms"] = "mean trtllm:decode_step_ms (generation-only iterations)"
+
+
+def _trtllm_prometheus(d: _Delta, out: dict):
+    # generation tokens are counted as each request finishes (log_request_metrics_dict): the rate steps
+    name = "trtllm_generation_tokens_total"
+    _set(out, "gen_tok_s", d.rate(name), f"rate({name}) (steps at request completion)")
+    accept = d.cur.mean("trtllm_spec_decode_acceptance_length")
+    if accept:  # 0 until an iteration drafts
+        _set(out, "accept_len", accept, "trtllm_spec_decode_acceptance_length (gauge, last iteration)")
+    acc, drafts = "trtllm_spec_decode_num_accepted_tokens_total", "trtllm_spec_decode_num_draft_tokens_total"
+    _set(out, "accept_rate", d.ratio(acc, drafts), f"Δ{acc} / Δ{drafts}")
+    _set(out, "running_reqs", d.cur.total("trtllm_num_requests_running"), "trtllm_num_requests_running")
+    _latencies(d, out, "trtllm_", ("time_per_output_token_seconds",))
+
+
+_RULES = {"vllm": _vllm, "sglang": _sglang, "llamacpp": _llamacpp, "trtllm": _trtllm}

@@ -1,7 +1,8 @@
 """Read an inference server's own decode statistics from its log.
 
 SGLang "Decode batch" / "Prefill batch" lines, vLLM periodic stats and "SpecDecoding
-metrics" lines, llama.cpp timing and draft-acceptance lines, every known version
+metrics" lines, llama.cpp timing and draft-acceptance lines, TensorRT-LLM's iteration
+lines, every known version
 (formats: logformats.py). Lines in any other format are counted and skipped; nothing
 in a log is fatal. Warm-up windows are marked by the rule in logsummary.py; the
 summary of a log too large to hold comes from logscan.py."""
@@ -38,13 +39,13 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class LogRecord:
     kind: str  # "decode" | "prefill" | "spec" | "stats"
-    engine: str  # "sglang" | "vllm" | "llamacpp"
+    engine: str  # one of ENGINES: "sglang" | "vllm" | "llamacpp" | "trtllm"
     time_s: float | None  # wall-clock epoch seconds from the line's prefix; None if it has none
-    rank: str | None  # "TP0", "DP1 TP0", "gpu_id=0", "Engine 000", "slot 0"
+    rank: str | None  # "TP0", "DP1 TP0", "gpu_id=0", "Engine 000", "slot 0", "rank 0"
     fields: dict  # every field of the line under the engine's own name; numbers where numeric
     accept_len: float | None  # tokens per verify round incl. the bonus token
     gen_tok_s: float | None  # generated tokens/s over the line's window, all running requests;
-    # llama.cpp: the one request the line reports on (its "eval time")
+    # llama.cpp: the one request the line reports on (its "eval time"); TensorRT-LLM: one iteration
     warmup: bool = False  # the window includes start-up or idle time (logsummary.RULE)
     line_no: int = 0  # 1-based line number in the log
     process: str | None = None  # server process id from the line (vLLM "pid=", llama.cpp "[pid]")
@@ -123,6 +124,8 @@ def _parse(engine: str, line: str, year: int | None):
         return logformats.parse_vllm(line, year or time.localtime().tm_year)
     if engine == "llamacpp":
         return logformats.parse_llamacpp(line)
+    if engine == "trtllm":
+        return logformats.parse_trtllm(line)
     raise ValueError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
 
 
@@ -290,7 +293,7 @@ def write_records(out, lines: Iterable[str], engine, year, limits: list, join=No
         # what tagger.tag(record) reads (running_of, clock_of), without building the record
         p, accept = pa
         fields = p.fields
-        running = fields.get("#running-req", fields.get("Running"))
+        running = logformats.running_in(fields)
         clock = p.time_s if p.time_s is not None else fields.get("log_elapsed_s")
         tag = tag_facts(p.kind, (reader.engine, p.rank), running if type(running) in _NUMBER else None, accept,
                         p.gen_tok_s, clock, p.process, line_no, fields.get("speculative"))
@@ -312,4 +315,6 @@ def _json_safe(v):
         return None
     if isinstance(v, list):
         return [_json_safe(x) for x in v]
+    if isinstance(v, dict):  # TensorRT-LLM's IterationStats keep kvCacheStats, specDecodingStats nested
+        return {k: _json_safe(x) for k, x in v.items()}
     return v

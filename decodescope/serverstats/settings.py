@@ -6,7 +6,8 @@ llama.cpp's device, file-type, offload and context lines each fill some fields; 
 log never states stays None (a default the log prints as `auto` counts as not stated). A
 start-up line that repeats with other values (a restart with other settings) opens a new
 segment; the same line repeated per rank or per engine core does not. Lines that match a
-rule of findings.toml are kept with their line number as evidence for `findings()`."""
+rule of findings.toml are kept with their line number as evidence for `findings()`.
+TensorRT-LLM states only its version (`[TensorRT-LLM] TensorRT-LLM version: X`)."""
 
 import re
 from collections.abc import Iterable
@@ -31,7 +32,7 @@ class SpecMethod(StrEnum):
 
 @dataclass(frozen=True)
 class Settings:
-    engine: str | None = None  # "sglang" | "vllm" | "llamacpp"
+    engine: str | None = None  # one of logformats.ENGINES: "sglang" | "vllm" | "llamacpp" | "trtllm"
     version: str | None = None
     model: str | None = None  # model id or path as logged
     tp: int | None = None
@@ -173,6 +174,8 @@ def _sglang_runtime(line: str) -> dict | None:
 
 _VLLM_CONFIG = re.compile(r"engine \(v([^)\s]+)\) with config: ")
 _VLLM_VERSION = re.compile(r"vLLM API server version ([\w.+-]+)")
+# every TensorRT-LLM process prints it as it imports tensorrt_llm (trtllm-serve's first line)
+_TRTLLM_VERSION = re.compile(r"\[TensorRT-LLM\] TensorRT-LLM version: ([\w.+-]+)")
 _VLLM_ATTN = re.compile(r"\] Using ([\w -]+?) backend\b")  # `selector.py:51] Using XFormers backend.`
 
 
@@ -280,6 +283,8 @@ def parse_line(line: str) -> tuple[str | None, dict]:
         return "vllm_config", _vllm_config(line, m)
     if m := _VLLM_VERSION.search(line):
         return "vllm_version", {"engine": "vllm", "version": m[1]}
+    if m := _TRTLLM_VERSION.search(line):
+        return "trtllm_version", {"engine": "trtllm", "version": m[1]}
     if m := _SGLANG_DEFAULT_ATTN.search(line):
         return None, {"attention_backend": m[1]}
     if "] Using " in line and (m := _VLLM_ATTN.search(line)):

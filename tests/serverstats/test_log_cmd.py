@@ -98,7 +98,7 @@ def test_binary_garbage_between_lines_is_skipped(tmp_path):
     [
         (None, ["missing.log"], "no such log file"),
         ("dir", ["."], "is a directory"),
-        ("noise", ["noise.log"], "no SGLang, vLLM or llama.cpp statistics or start-up line"),
+        ("noise", ["noise.log"], "no SGLang, vLLM, llama.cpp or TensorRT-LLM statistics or start-up line"),
         ("seed", ["server.log", "--engine", "vllm"], "for engine vllm"),
         ("badgz", ["cut.log.gz"], "cannot read"),
     ],

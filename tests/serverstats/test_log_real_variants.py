@@ -324,14 +324,6 @@ def test_ansi_colours_of_a_terminal_log_read_the_same(name, colour):
     assert a.summary == b.summary and [r.to_dict() for r in a.records] == [r.to_dict() for r in b.records]
 
 
-def test_a_tensorrt_llm_iteration_log_gets_one_clear_error():
-    # TensorRT-LLM#3914: the PyTorch backend's per-iteration line is no format `log` reads
-    p = subprocess.run([sys.executable, "-m", "decodescope", "log", str(LOGS / "trtllm_iter_log_unsupported.log")],
-                       capture_output=True, timeout=60, env=WIDE)
-    assert p.returncode == 2 and b"Traceback" not in p.stderr
-    assert b"no SGLang, vLLM or llama.cpp statistics" in p.stderr and b"1 lines read" in p.stderr
-
-
 SGLANG_NEW = ["sglang_custom_log_format.log", "sglang_npu_ep_accept_rate.log", "sglang_pd_decode_dp_ep.log",
               "sglang_ray_actor_prefix.log", "sglang_cuda_graph_switch.log", "sglang_time_only_swa.log"]
 
