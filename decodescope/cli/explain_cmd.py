@@ -81,11 +81,13 @@ def explain(ctx, args, log_file, segment, points, traces, target, as_markdown, h
     *run, model = args or (None,)
     if not (run or log_file or points):
         raise click.UsageError("give a run file, --log FILE or --points A:T,... to explain")
-    parts = ([inputs.from_run(run[0])] if run else []) + ([inputs.from_log(log_file, segment)] if log_file else [])
+    from_log = inputs.from_log(log_file, segment) if log_file else None
+    parts = ([inputs.from_run(run[0])] if run else []) + ([from_log] if from_log else [])
     parts += [inputs.from_points(points)] if points else []
     if log_file:  # after from_log, whose errors name a missing or unreadable log
         model, logged = log_deployment(ctx, log_file, model, {k: flags[k] for k in LOG_FLAGS})
         flags.update(logged)
+        flags.update(_log_load(ctx, from_log.log))
     if not flags.get("gpu"):
         raise click.UsageError("--gpu is required (e.g. --gpu rtx-a6000), unless the log names the GPUs")
     if traces:
@@ -96,6 +98,17 @@ def explain(ctx, args, log_file, segment, points, traces, target, as_markdown, h
         raise click.BadParameter("must be > 0 tok/s", param_hint="--target")
     e = explanation(model, merge(*parts), target, flags["calibration"], **{k: flags[k] for k in DEPLOYMENT_FLAGS})
     render(e, as_json, as_markdown, html_path)
+
+
+def _log_load(ctx: click.Context, facts) -> dict:
+    """--batch and --context from the log's decode lines (median running requests, and tokens
+    per request where the engine logs them), where not typed: the model then runs the pass the
+    server ran, not one request alone."""
+    from click.core import ParameterSource
+    typed = {k for k in ("batch", "context") if ctx.get_parameter_source(k) not in (None, ParameterSource.DEFAULT)}
+    load = {"batch": facts.running and max(1, round(facts.running)),
+            "context": facts.context_tokens and max(1, round(facts.context_tokens))}
+    return {k: v for k, v in load.items() if v and k not in typed}
 
 
 # the deployment flags of `decodescope model`, the same options (one definition), and --json

@@ -5,6 +5,7 @@ the figures; these pick the ones the reconciliation uses."""
 import math
 import re
 from pathlib import Path
+from statistics import median
 
 from decodescope.errors import DecodescopeError
 from decodescope.explain.observations import LogFacts, Observations, Point
@@ -76,7 +77,9 @@ def from_log(path: str, segment: int | None = None) -> Observations:
                                "vLLM 'Mean acceptance length')")
     facts = _facts(parsed.records, name)
     windows = f"{facts.decode_windows} steady decode window" + ("s" if facts.decode_windows != 1 else "")
-    return Observations((Point(accept, rate, (f"{name} ({windows})",)),), facts, (f"server log {name}: {windows}",))
+    load = (f", median {facts.running:g} running requests" if facts.running else "") + (
+        f" of {facts.context_tokens:.0f} tokens each" if facts.context_tokens else "")
+    return Observations((Point(accept, rate, (f"{name} ({windows})",)),), facts, (f"server log {name}: {windows}{load}",))
 
 
 def _mean(x) -> float | None:
@@ -84,8 +87,17 @@ def _mean(x) -> float | None:
 
 
 def _facts(records, source: str) -> LogFacts:
+    from decodescope.serverstats.logformats import running_in
     steady = [r for r in records if r.kind == "decode" and not r.warmup and r.gen_tok_s]
     first, last = (steady[0].line_no, steady[-1].line_no) if steady else (0, 0)
     prefill = [r for r in records if r.kind == "prefill" and first < r.line_no < last]
+    running = [n for n in (running_in(r.fields) for r in steady) if _count(n)]
+    context = [r.fields["#token"] / n for r in steady if _count(n := running_in(r.fields))
+               and _count(r.fields.get("#token"))]
     return LogFacts(source, len(steady), sum(r.fields.get("cuda graph") is False for r in steady),
-                    sum(int(r.fields.get("#new-token", 0) or 0) for r in prefill), len(prefill))
+                    sum(int(r.fields.get("#new-token", 0) or 0) for r in prefill), len(prefill),
+                    median(running) if running else None, median(context) if context else None)
+
+
+def _count(x) -> bool:
+    return type(x) in (int, float) and 1 <= x < math.inf

@@ -28,6 +28,10 @@ class LogFacts:
     cuda_graph_off_windows: int  # of those, lines that say `cuda graph: False` (SGLang)
     prefill_tokens: int  # new prompt tokens of prefill lines between steady decode lines
     prefill_batches: int
+    # medians over those lines: requests decoding together (the batch of a pass) and tokens in
+    # each one's KV cache (SGLang's #token / #running-req); None where the lines do not say
+    running: float | None = None
+    context_tokens: float | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

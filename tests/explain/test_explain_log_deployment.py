@@ -46,3 +46,14 @@ def test_model_named_by_the_log_may_be_left_out(tmp_path):
     spec = ["--spec", "ngram:3"]
     assert explain("--log", log, *spec) == explain("Qwen/Qwen3-8B", "--log", log, "--tp", "8", "--kv", "fp8",
                                                     "--engine", "vllm", *spec)
+
+
+def test_batch_and_context_come_from_the_logs_decode_lines():
+    # sglang_dp_attention_mtp.log (real SGLang DP-attention lines): 5 steady decode lines, each
+    # "#running-req: 8", #token 37217, 36267, 37565, 37357, 37787 -> per request / 8 = 4652.1,
+    # 4533.4, 4695.6, 4669.6, 4723.4 tokens; median 4669.6 -> --context 4670, --batch 8
+    log = str(DATA / "logs" / "sglang_dp_attention_mtp.log")
+    flags = ("deepseek-v3", "--log", log, "--tp", "8", "--spec", "mtp:3")
+    assert explain(*flags) == explain(*flags, "--batch", "8", "--context", "4670")
+    typed = explain(*flags, "--batch", "1")  # a typed flag wins over the log
+    assert typed["model"]["deployment"]["batch"] == 1 and typed["model"]["deployment"]["context"] == 4670
