@@ -10,6 +10,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
+from decodescope.arch.families2 import build_laguna
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -21,7 +22,8 @@ FAMILIES = {
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "dots1"), build_decoder),
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
+                     "glm4_moe_lite"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash, MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
@@ -41,6 +43,7 @@ FAMILIES = {
     "kimi_linear": build_kimi_linear,
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
+    "laguna": build_laguna,
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 

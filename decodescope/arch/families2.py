@@ -1,0 +1,47 @@
+"""More family builders (Laguna, ...): each is `(Fields) -> (layers, mtp, notes)` and is
+listed in decodescope.arch.registry.FAMILIES."""
+
+from dataclasses import replace
+
+from decodescope.arch.blocks import DenseMLP, Layer, Tensor
+from decodescope.arch.build import attention, moe
+from decodescope.arch.fields import Fields
+from decodescope.errors import DecodescopeError
+
+
+def _per_layer(f: Fields, key: str, item: type, n: int, default) -> list:
+    """A per-layer list field (one entry per layer), or `default` repeated when absent."""
+    v = f.list_(key, item)
+    if v is None:
+        return [default] * n
+    if len(v) != n:
+        raise DecodescopeError(f"{f.source}: {key} has {len(v)} entries, num_hidden_layers is {n}",
+                               f"fix {key}: one entry per layer")
+    return v
+
+
+def build_laguna(f: Fields):
+    """Poolside Laguna: full or sliding-window GQA per layer_types, with per-head q/k norms,
+    a per-layer query head count (num_attention_heads_per_layer) and a sigmoid output gate
+    (g_proj: one per head with gating "per-head" or true, else one per channel); a dense MLP
+    where mlp_layer_types says "dense" (the first layer by default), elsewhere routed experts
+    with a correction bias plus one shared expert."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = _per_layer(f, "layer_types", str, n, "full_attention")
+    heads = _per_layer(f, "num_attention_heads_per_layer", int, n, f.need("num_attention_heads"))
+    mlps = _per_layer(f, "mlp_layer_types", str, n, "sparse")
+    if f.get("mlp_layer_types") is None:
+        mlps[0] = "dense"
+    gating = f.get("gating", default=True)
+    routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0),
+                 router_bias=True)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    layers = []
+    for t, q_heads, m in zip(types, heads, mlps, strict=True):
+        w = f.get("sliding_window") if t == "sliding_attention" else None
+        attn = replace(attention(f, w, qk_norm=True), num_attention_heads=q_heads)
+        d = attn.head_dim
+        gate = (Tensor("g_proj", (q_heads if gating is True or gating == "per-head" else q_heads * d, h), "col"),
+                ) if gating else ()
+        layers.append(Layer("sliding_attention" if w else "attention", attn, routed if m == "sparse" else dense, gate))
+    return layers, [], ()

@@ -1,0 +1,61 @@
+"""Newer decoder families: each real config's parameter count against the exact count of
+transformers' own implementation (5.24, built on the meta device: the sum of every
+parameter's numel, text model only), and the KV cache of the new attention kinds by hand."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# file, exact count by transformers 5.24, published figure and where it is published
+EXACT = [
+    # GLM-4.7-Flash (a "30B-A3B" MoE, https://huggingface.co/zai-org/GLM-4.7-Flash);
+    # transformers keeps the 46 routers' correction biases as buffers, which we count (+2,944)
+    ("zai-org__GLM-4.7-Flash.trimmed", 29_943_390_976),
+    # Laguna XS.2 (no published total found quoted)
+    ("poolside__Laguna-XS.2-FP8", 33_442_617_088),
+    # Laguna S 2.1 (no published total found quoted)
+    ("poolside__Laguna-S-2.1-FP8", 117_561_977_600),
+]
+
+
+@pytest.mark.parametrize("name,exact", EXACT, ids=[e[0] for e in EXACT])
+def test_params_within_one_percent_of_transformers(name, exact):
+    a = load_arch(str(CONFIGS / f"{name}.json"))
+    assert abs(a.params_total - exact) <= 0.01 * exact, f"{name}: {a.params_total:,} vs {exact:,}"
+
+
+def _kv_cache_bytes(name: str) -> float:
+    """KV cache of one request at the CLI's default context (1,024 tokens + the one decoded)."""
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / f"{name}.json"),
+                        "--gpu", "h100-sxm", "--json"], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)["memory"]["kv_cache_bytes"]
+
+
+def test_glm47_flash_caches_one_mla_latent_per_layer():
+    a = load_arch(str(CONFIGS / "zai-org__GLM-4.7-Flash.trimmed.json"))
+    assert [x.kind for x in a.layers] == ["mla"] * 47
+    # layer 0 dense (first_k_dense_replace 1), then 64 experts of 1536 + one shared, with a correction bias
+    assert a.layers[0].mlp.intermediate_size == 10240 and a.layers[1].mlp.shared_expert_intermediate_size == 1536
+    # latent kv_lora_rank 512 + rope key 64 = 576 values x 2 B (bf16) x 47 layers x 1,025 tokens
+    assert _kv_cache_bytes("zai-org__GLM-4.7-Flash.trimmed") == 576 * 2 * 47 * 1025
+
+
+def test_laguna_heads_per_layer_gate_per_head_and_sliding_layers():
+    a = load_arch(str(CONFIGS / "poolside__Laguna-XS.2-FP8.json"))
+    first, second = a.layers[0], a.layers[1]
+    # num_attention_heads_per_layer: 48 in the full layer 0, 64 in the sliding layer 1
+    assert first.kind == "attention" and first.mixer.num_attention_heads == 48
+    assert second.kind == "sliding_attention" and second.mixer.num_attention_heads == 64
+    # gating true: one sigmoid gate per query head, g_proj [heads, hidden]
+    assert {t.name: t.shape for t in second.tensors()}["g_proj"] == (64, 2048)
+    # 10 full layers: 8 KV heads x 128 x (K, V) x 1 B (FP8 KV, from the checkpoint) x 1,025 tokens;
+    # 30 sliding layers hold their 512-token window
+    per_token = 8 * 128 * 2 * 1
+    assert _kv_cache_bytes("poolside__Laguna-XS.2-FP8") == 10 * 1025 * per_token + 30 * 512 * per_token
