@@ -22,6 +22,13 @@ EXACT = [
     ("poolside__Laguna-XS.2-FP8", 33_442_617_088),
     # Laguna S 2.1 (no published total found quoted)
     ("poolside__Laguna-S-2.1-FP8", 117_561_977_600),
+    # EXAONE 3.0 7.8B (the name's "7.8B", https://huggingface.co/LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct)
+    ("LGAI-EXAONE__EXAONE-3.0-7.8B-Instruct", 7_818_448_896),
+    # InternLM3-8B-Instruct (the name's "8B", https://huggingface.co/internlm/internlm3-8b-instruct)
+    ("internlm__internlm3-8b-instruct.trimmed", 8_804_241_408),
+    # DBRX Instruct ("132B total parameters of which 36B parameters are active",
+    # https://huggingface.co/databricks/dbrx-instruct)
+    ("databricks__dbrx-instruct", 131_596_523_520),
 ]
 
 
@@ -59,3 +66,23 @@ def test_laguna_heads_per_layer_gate_per_head_and_sliding_layers():
     # 30 sliding layers hold their 512-token window
     per_token = 8 * 128 * 2 * 1
     assert _kv_cache_bytes("poolside__Laguna-XS.2-FP8") == 10 * 1025 * per_token + 30 * 512 * per_token
+
+
+def test_dbrx_reads_its_sub_objects_and_activates_4_of_16_experts():
+    a = load_arch(str(CONFIGS / "databricks__dbrx-instruct.json"))
+    attn, mlp = a.layers[0].mixer, a.layers[0].mlp
+    # d_model 6144, n_heads 48 -> head_dim 128; attn_config.kv_n_heads 8
+    assert (a.hidden_size, attn.num_attention_heads, attn.num_key_value_heads, attn.head_dim) == (6144, 48, 8, 128)
+    assert (mlp.num_experts, mlp.num_experts_per_tok, mlp.moe_intermediate_size) == (16, 4, 10752)
+    # the card's 36B active: 4 of 16 experts of 3 x 6144 x 10752 in each of 40 layers
+    # (31.7 B) + attention, norms, router, embedding and LM head = 36.47 B
+    assert round(a.params_active / 1e9) == 36
+
+
+def test_exaone3_and_internlm3_read_their_own_field_names():
+    exaone = load_arch(str(CONFIGS / "LGAI-EXAONE__EXAONE-3.0-7.8B-Instruct.json"))
+    assert len(exaone.layers) == 32  # num_layers
+    internlm = load_arch(str(CONFIGS / "internlm__internlm3-8b-instruct.trimmed.json"))
+    # qkv_bias false: no biases; 2 KV heads of 128
+    names = {t.name for t in internlm.layers[0].tensors()}
+    assert "q_proj.bias" not in names and internlm.layers[0].mixer.num_key_value_heads == 2

@@ -5,8 +5,33 @@ from dataclasses import replace
 
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, moe
+from decodescope.arch.families import _rename
 from decodescope.arch.fields import Fields
 from decodescope.errors import DecodescopeError
+
+
+def _sub(f: Fields, key: str) -> Fields:
+    v = f.get(key, default={})
+    if not isinstance(v, dict):
+        raise DecodescopeError(f"{f.source}: {key} is not a JSON object", f"fix {key}")
+    return Fields(v, f.source)
+
+
+def translate2(f: Fields) -> Fields:
+    """The config of `f` in the field names the builders read (the families of this module)."""
+    mt = f.str_("model_type")
+    if mt == "exaone":  # EXAONE 3.0 / 3.5: Llama layout, GPT-2 style names
+        return _rename(f, {"num_hidden_layers": "num_layers"})
+    if mt == "internlm3":  # qkv_bias covers q, k, v and o (InternLM3Config maps it to attention_bias)
+        return _rename(f, {"attention_bias": "qkv_bias", "mlp_bias": "bias"})
+    if mt == "dbrx":  # DBRX: GPT-style top-level names, attention and MoE sizes in sub-objects
+        attn, ffn = _sub(f, "attn_config"), _sub(f, "ffn_config")
+        g = _rename(f, {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads"})
+        return Fields({**g.data, "num_key_value_heads": attn.get("kv_n_heads", default=1),
+                       "moe_intermediate_size": ffn.get("ffn_hidden_size", default=3584),
+                       "num_local_experts": ffn.get("moe_num_experts", default=4),
+                       "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
+    return f
 
 
 def _per_layer(f: Fields, key: str, item: type, n: int, default) -> list:

@@ -10,7 +10,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.families2 import build_laguna
+from decodescope.arch.families2 import build_laguna, translate2
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -21,7 +21,8 @@ FAMILIES = {
                      "ernie4_5", "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
-                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1"), build_decoder),
+                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
+                     "exaone", "internlm3", "dbrx"), build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
                      "glm4_moe_lite"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash, MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
@@ -85,7 +86,7 @@ def build_arch(raw: RawConfig) -> Arch:
             "is not supported",
             f"supported model_types: {', '.join(sorted(FAMILIES))}. A decoder that looks like one of these "
             "can be tried by setting its model_type; adding a family is one builder in decodescope/arch/")
-    f = translate(f)
+    f = translate2(translate(f))
     layers, mtp, notes = FAMILIES[mt](f)
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
