@@ -29,6 +29,12 @@ EXACT = [
     # DBRX Instruct ("132B total parameters of which 36B parameters are active",
     # https://huggingface.co/databricks/dbrx-instruct)
     ("databricks__dbrx-instruct", 131_596_523_520),
+    # Tencent Hy3 without its MTP layer; with it our count is 298,786,155,776, the checkpoint's
+    # own safetensors total (298,786,140,416 BF16 + 15,360 F32 expert-bias parameters) as quoted
+    # from https://huggingface.co/tencent/Hy3/blob/716aa7241bd6d95896be4ebfc761162a9c4d49ef/model.safetensors.index.json
+    ("tencent__Hy3.trimmed", 295_033_528_320),
+    # LFM2-8B-A1B ("8.3B total parameters, 1.5B active", https://huggingface.co/LiquidAI/LFM2-8B-A1B)
+    ("LiquidAI__LFM2-8B-A1B.trimmed", 8_339_929_856),
 ]
 
 
@@ -86,3 +92,23 @@ def test_exaone3_and_internlm3_read_their_own_field_names():
     # qkv_bias false: no biases; 2 KV heads of 128
     names = {t.name for t in internlm.layers[0].tensors()}
     assert "q_proj.bias" not in names and internlm.layers[0].mixer.num_key_value_heads == 2
+
+
+def test_hy3_mtp_layer_makes_the_checkpoint_total_and_every_layer_keeps_full_gqa():
+    a = load_arch(str(CONFIGS / "tencent__Hy3.trimmed.json"))
+    # the checkpoint's safetensors: 298,786,140,416 BF16 + 15,360 F32 (80 x 192 expert biases)
+    assert a.params_total + a.params_mtp == 298_786_140_416 + 15_360
+    # layer 0 dense (first_k_dense_replace 1); then 192 experts + 1 shared of 1536, per-head q/k norms
+    assert a.layers[0].mlp.intermediate_size == 13312 and a.layers[1].mlp.shared_expert_intermediate_size == 1536
+    assert a.layers[1].mixer.qk_norm
+    # no window: 80 layers x 8 KV heads x 128 x (K, V) x 2 B = 327,680 B a token, over 1,025 tokens
+    assert _kv_cache_bytes("tencent__Hy3.trimmed") == 80 * 8 * 128 * 2 * 2 * 1025
+
+
+def test_lfm2_moe_first_two_layers_dense_then_experts():
+    a = load_arch(str(CONFIGS / "LiquidAI__LFM2-8B-A1B.trimmed.json"))
+    assert [x.kind for x in a.layers[:3]] == ["conv", "conv", "attention"]
+    assert a.layers[1].mlp.intermediate_size == 7168 and a.layers[2].mlp.num_experts == 32
+    # the card's rounded "1.5B active": 4 of 32 experts of 3 x 2048 x 1792 in 22 layers (0.97 B)
+    # + 2 dense MLPs, convolutions, attention and the tied embedding = 1.558 B
+    assert abs(a.params_active / 1e9 - 1.5) <= 0.04 * 1.5

@@ -5,8 +5,9 @@ from dataclasses import replace
 
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, moe
+from decodescope.arch.hybrids import build_lfm2
 from decodescope.arch.families import _rename
-from decodescope.arch.fields import Fields
+from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
 
@@ -31,6 +32,9 @@ def translate2(f: Fields) -> Fields:
                        "moe_intermediate_size": ffn.get("ffn_hidden_size", default=3584),
                        "num_local_experts": ffn.get("moe_num_experts", default=4),
                        "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
+    if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
+        return _rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
+                       use_routing_bias=True)
     return f
 
 
@@ -53,7 +57,8 @@ def build_laguna(f: Fields):
     with a correction bias plus one shared expert."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
     types = _per_layer(f, "layer_types", str, n, "full_attention")
-    heads = _per_layer(f, "num_attention_heads_per_layer", int, n, f.need("num_attention_heads"))
+    heads = [check_int(f.source, "num_attention_heads", x)
+             for x in _per_layer(f, "num_attention_heads_per_layer", int, n, f.need("num_attention_heads"))]
     mlps = _per_layer(f, "mlp_layer_types", str, n, "sparse")
     if f.get("mlp_layer_types") is None:
         mlps[0] = "dense"
@@ -70,3 +75,14 @@ def build_laguna(f: Fields):
                 ) if gating else ()
         layers.append(Layer("sliding_attention" if w else "attention", attn, routed if m == "sparse" else dense, gate))
     return layers, [], ()
+
+
+def build_lfm2_moe(f: Fields):
+    """LFM2-MoE: LFM2's short-convolution and attention layers; the first num_dense_layers
+    keep a dense MLP (intermediate_size), the rest route to experts (sigmoid gate with a
+    per-expert bias when use_expert_bias)."""
+    layers, _, notes = build_lfm2(f)
+    h, dense_n = f.need("hidden_size"), f.get("num_dense_layers", default=2)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    routed = moe(f, router_bias=bool(f.get("use_expert_bias", default=True)))
+    return [Layer(x.kind, x.mixer, dense if i < dense_n else routed, x.extra) for i, x in enumerate(layers)], [], notes

@@ -10,7 +10,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.families2 import build_laguna, translate2
+from decodescope.arch.families2 import build_laguna, build_lfm2_moe, translate2
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -28,7 +28,7 @@ FAMILIES = {
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
-    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text"), build_nextn_decoder),
+    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2"), build_cohere),
     "nemotron_h": build_nemotron_h,
     "starcoder2": build_starcoder2,
@@ -45,6 +45,7 @@ FAMILIES = {
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
     "laguna": build_laguna,
+    "lfm2_moe": build_lfm2_moe,
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
