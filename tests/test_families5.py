@@ -35,6 +35,8 @@ EXACT = [
     ("tencent__Hy3.trimmed", 295_033_528_320),
     # LFM2-8B-A1B ("8.3B total parameters, 1.5B active", https://huggingface.co/LiquidAI/LFM2-8B-A1B)
     ("LiquidAI__LFM2-8B-A1B.trimmed", 8_339_929_856),
+    # Granite 3.1 3B-A800M (the name's "3B", https://huggingface.co/ibm-granite/granite-3.1-3b-a800m-instruct)
+    ("ibm-granite__granite-3.1-3b-a800m-instruct.trimmed", 3_298_793_472),
 ]
 
 
@@ -112,3 +114,12 @@ def test_lfm2_moe_first_two_layers_dense_then_experts():
     # the card's rounded "1.5B active": 4 of 32 experts of 3 x 2048 x 1792 in 22 layers (0.97 B)
     # + 2 dense MLPs, convolutions, attention and the tied embedding = 1.558 B
     assert abs(a.params_active / 1e9 - 1.5) <= 0.04 * 1.5
+
+
+def test_granite_moe_routes_8_of_40_experts_in_every_layer():
+    a = load_arch(str(CONFIGS / "ibm-granite__granite-3.1-3b-a800m-instruct.trimmed.json"))
+    assert {type(x.mlp).__name__ for x in a.layers} == {"MoE"} and a.tie_word_embeddings
+    assert (a.layers[0].mlp.num_experts, a.layers[0].mlp.num_experts_per_tok) == (40, 8)
+    # the name's "A800M": 8 of 40 experts of 3 x 1536 x 512 in 32 layers (0.60 B) + attention
+    # 32 x (2 x 1536 x 1536 + 2 x 1536 x 512) (0.20 B) + the tied embedding 49155 x 1536 (0.08 B)
+    assert round(a.params_active / 1e8) == 9
