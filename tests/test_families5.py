@@ -37,6 +37,10 @@ EXACT = [
     ("LiquidAI__LFM2-8B-A1B.trimmed", 8_339_929_856),
     # Granite 3.1 3B-A800M (the name's "3B", https://huggingface.co/ibm-granite/granite-3.1-3b-a800m-instruct)
     ("ibm-granite__granite-3.1-3b-a800m-instruct.trimmed", 3_298_793_472),
+    # Qwen2.5-VL-7B's language model (Qwen-Image's text encoder), text part only (the vision
+    # tower's 676,550,144 left out); Qwen2.5-7B, of the same dimensions: "Number of Parameters:
+    # 7.61B" (https://huggingface.co/Qwen/Qwen2.5-7B-Instruct)
+    ("Qwen__Qwen-Image.text_encoder", 7_615_616_512),
 ]
 
 
@@ -123,3 +127,13 @@ def test_granite_moe_routes_8_of_40_experts_in_every_layer():
     # the name's "A800M": 8 of 40 experts of 3 x 1536 x 512 in 32 layers (0.60 B) + attention
     # 32 x (2 x 1536 x 1536 + 2 x 1536 x 512) (0.20 B) + the tied embedding 49155 x 1536 (0.08 B)
     assert round(a.params_active / 1e8) == 9
+
+
+def test_qwen25_vl_language_model_is_qwen2_with_q_k_v_biases():
+    a = load_arch(str(CONFIGS / "Qwen__Qwen-Image.text_encoder.json"))
+    # text_config's model_type qwen2_5_vl_text; Qwen2's biases on q, k, v but not on o_proj
+    names = {t.name for t in a.layers[0].tensors()}
+    assert a.model_type == "qwen2_5_vl_text" and {"q_proj.bias", "v_proj.bias"} <= names
+    assert "o_proj.bias" not in names
+    # float32 checkpoint: served in 16 bits
+    assert a.dtype == "bf16"

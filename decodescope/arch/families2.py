@@ -11,6 +11,10 @@ from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
 
+# the language models of Qwen2-VL and Qwen2.5-VL (model_type at the top, or in text_config)
+QWEN2_VL = ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")
+
+
 def _sub(f: Fields, key: str) -> Fields:
     v = f.get(key, default={})
     if not isinstance(v, dict):
@@ -32,6 +36,8 @@ def translate2(f: Fields) -> Fields:
                        "moe_intermediate_size": ffn.get("ffn_hidden_size", default=3584),
                        "num_local_experts": ffn.get("moe_num_experts", default=4),
                        "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
+    if mt in QWEN2_VL:  # Qwen2-VL / 2.5-VL language models: Qwen2's biased q, k, v and unbiased o_proj
+        return Fields({**f.data, "attention_bias": True, "attention_out_bias": False}, f.source)
     if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
         return _rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
                        use_routing_bias=True)

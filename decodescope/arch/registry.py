@@ -10,7 +10,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.families2 import build_laguna, build_lfm2_moe, translate2
+from decodescope.arch.families2 import QWEN2_VL, build_laguna, build_lfm2_moe, translate2
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -22,7 +22,7 @@ FAMILIES = {
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
-                     "exaone", "internlm3", "dbrx", "granitemoe"), build_decoder),
+                     "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL), build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
                      "glm4_moe_lite"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash, MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
