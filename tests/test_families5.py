@@ -41,6 +41,8 @@ EXACT = [
     # tower's 676,550,144 left out); Qwen2.5-7B, of the same dimensions: "Number of Parameters:
     # 7.61B" (https://huggingface.co/Qwen/Qwen2.5-7B-Instruct)
     ("Qwen__Qwen-Image.text_encoder", 7_615_616_512),
+    # Apertus 8B (the name's "8B", https://huggingface.co/swiss-ai/Apertus-8B-Instruct-2509)
+    ("swiss-ai__Apertus-8B-Instruct-2509.trimmed", 8_053_338_176),
 ]
 
 
@@ -137,3 +139,11 @@ def test_qwen25_vl_language_model_is_qwen2_with_q_k_v_biases():
     assert "o_proj.bias" not in names
     # float32 checkpoint: served in 16 bits
     assert a.dtype == "bf16"
+
+
+def test_apertus_mlp_has_no_gate_and_q_k_are_normed_per_head():
+    a = load_arch(str(CONFIGS / "swiss-ai__Apertus-8B-Instruct-2509.trimmed.json"))
+    shapes = {t.name: t.shape for t in a.layers[0].tensors()}
+    # xIELU MLP: up 21504 x 4096 and down, no gate; per-head q/k norms of 128
+    assert shapes["up_proj"] == (21504, 4096) and "gate_proj" not in shapes
+    assert shapes["q_norm"] == (128,)

@@ -92,3 +92,13 @@ def build_lfm2_moe(f: Fields):
     dense = DenseMLP(h, f.need("intermediate_size"))
     routed = moe(f, router_bias=bool(f.get("use_expert_bias", default=True)))
     return [Layer(x.kind, x.mixer, dense if i < dense_n else routed, x.extra) for i, x in enumerate(layers)], [], notes
+
+
+def build_apertus(f: Fields):
+    """Apertus: per-head q/k norms (qk_norm) and an ungated MLP (up, down) whose xIELU
+    activation learns two scalars per layer (alpha_p, alpha_n)."""
+    h = f.need("hidden_size")
+    attn = attention(f, qk_norm=bool(f.get("qk_norm", default=True)))
+    mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bool(f.get("mlp_bias", default=False)))
+    xielu = (Tensor("act_fn.alpha_p", (1,), "rep", linear=False), Tensor("act_fn.alpha_n", (1,), "rep", linear=False))
+    return [Layer("attention", attn, mlp, xielu) for _ in range(f.need("num_hidden_layers"))], [], ()
