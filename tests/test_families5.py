@@ -43,6 +43,8 @@ EXACT = [
     ("Qwen__Qwen-Image.text_encoder", 7_615_616_512),
     # Apertus 8B (the name's "8B", https://huggingface.co/swiss-ai/Apertus-8B-Instruct-2509)
     ("swiss-ai__Apertus-8B-Instruct-2509.trimmed", 8_053_338_176),
+    # Trinity Nano Preview (AFMoE; "6B total, 1B active" class, https://huggingface.co/arcee-ai/Trinity-Nano-Preview)
+    ("arcee-ai__Trinity-Nano-Preview", 6_120_003_328),
 ]
 
 
@@ -147,3 +149,17 @@ def test_apertus_mlp_has_no_gate_and_q_k_are_normed_per_head():
     # xIELU MLP: up 21504 x 4096 and down, no gate; per-head q/k norms of 128
     assert shapes["up_proj"] == (21504, 4096) and "gate_proj" not in shapes
     assert shapes["q_norm"] == (128,)
+
+
+def test_afmoe_every_fourth_layer_global_gated_attention_and_four_norms():
+    a = load_arch(str(CONFIGS / "arcee-ai__Trinity-Nano-Preview.json"))
+    assert [x.kind for x in a.layers[:4]] == ["sliding_attention"] * 3 + ["attention"]
+    # the output gate is as wide as q_proj: 8 heads x 128 (counted with q_proj, 2 x 1024 rows)
+    assert {t.name: t.shape for t in a.layers[0].tensors()}["q_proj"] == (2048, 1024)
+    # layers 0-1 dense (num_dense_layers 2), then 128 experts of 256 + 1 shared of 256
+    assert a.layers[1].mlp.intermediate_size == 3072 and a.layers[2].mlp.shared_expert_intermediate_size == 256
+    # "1B active": 1.02 B
+    assert round(a.params_active / 1e9) == 1
+    # every layer holds all 1,025 tokens (the 2,048-token window is not reached):
+    # 56 layers x 2 KV heads x 128 x (K, V) x 2 B
+    assert _kv_cache_bytes("arcee-ai__Trinity-Nano-Preview") == 56 * 2 * 128 * 2 * 2 * 1025

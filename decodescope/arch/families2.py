@@ -38,6 +38,8 @@ def translate2(f: Fields) -> Fields:
                        "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
     if mt in QWEN2_VL:  # Qwen2-VL / 2.5-VL language models: Qwen2's biased q, k, v and unbiased o_proj
         return Fields({**f.data, "attention_bias": True, "attention_out_bias": False}, f.source)
+    if mt == "afmoe":  # num_shared_experts under DeepSeek's name
+        return _rename(f, {"n_shared_experts": "num_shared_experts"})
     if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
         return _rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
                        use_routing_bias=True)
@@ -102,3 +104,28 @@ def build_apertus(f: Fields):
     mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bool(f.get("mlp_bias", default=False)))
     xielu = (Tensor("act_fn.alpha_p", (1,), "rep", linear=False), Tensor("act_fn.alpha_n", (1,), "rep", linear=False))
     return [Layer("attention", attn, mlp, xielu) for _ in range(f.need("num_hidden_layers"))], [], ()
+
+
+def build_afmoe(f: Fields):
+    """AFMoE (Arcee Trinity): every global_attn_every_n_layers-th layer full attention, the
+    others a sliding window (or layer_types); per-head q/k norms and a sigmoid output gate
+    per channel (gate_proj, the width of q_proj); norms before and after both attention and
+    MLP; dense MLPs in the first num_dense_layers, then routed experts with a bias and
+    num_shared_experts shared ones."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    every = f.get("global_attn_every_n_layers", default=4)
+    default = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
+    types = f.list_("layer_types", str) or default
+    if len(types) != n:
+        raise DecodescopeError(f"{f.source}: layer_types has {len(types)} entries, num_hidden_layers is {n}",
+                               "fix layer_types: one entry per layer")
+    dense_n, moe_i = f.get("num_dense_layers", default=1), f.need("moe_intermediate_size")
+    routed = moe(f, shared_expert_intermediate_size=moe_i * f.get("n_shared_experts", default=0), router_bias=True)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    norms = tuple(Tensor(name, (h,), "rep", linear=False) for name in ("post_attention_norm", "post_mlp_layernorm"))
+    layers = []
+    for i, t in enumerate(types):
+        w = f.get("sliding_window") if t == "sliding_attention" else None
+        attn = attention(f, w, qk_norm=True, attn_output_gate=True)
+        layers.append(Layer("sliding_attention" if w else "attention", attn, dense if i < dense_n else routed, norms))
+    return layers, [], ()

@@ -10,7 +10,8 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.families2 import QWEN2_VL, build_apertus, build_laguna, build_lfm2_moe, translate2
+from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
+                                        translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -47,6 +48,7 @@ FAMILIES = {
     "laguna": build_laguna,
     "lfm2_moe": build_lfm2_moe,
     "apertus": build_apertus,
+    "afmoe": build_afmoe,
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
