@@ -45,6 +45,9 @@ EXACT = [
     ("swiss-ai__Apertus-8B-Instruct-2509.trimmed", 8_053_338_176),
     # Trinity Nano Preview (AFMoE; "6B total, 1B active" class, https://huggingface.co/arcee-ai/Trinity-Nano-Preview)
     ("arcee-ai__Trinity-Nano-Preview", 6_120_003_328),
+    # MiniMax-M1 ("456 billion total parameters, of which 45.9 billion are activated per token",
+    # https://huggingface.co/MiniMaxAI/MiniMax-Text-01, whose architecture M1 keeps)
+    ("MiniMaxAI__MiniMax-M1", 456_089_655_296),
 ]
 
 
@@ -54,11 +57,16 @@ def test_params_within_one_percent_of_transformers(name, exact):
     assert abs(a.params_total - exact) <= 0.01 * exact, f"{name}: {a.params_total:,} vs {exact:,}"
 
 
-def _kv_cache_bytes(name: str) -> float:
-    """KV cache of one request at the CLI's default context (1,024 tokens + the one decoded)."""
+def _memory(name: str) -> dict:
+    """`decodescope model`'s memory figures for one request at its default context (1,024
+    tokens + the one decoded), one H100."""
     r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / f"{name}.json"),
                         "--gpu", "h100-sxm", "--json"], capture_output=True, text=True, check=True)
-    return json.loads(r.stdout)["memory"]["kv_cache_bytes"]
+    return json.loads(r.stdout)["memory"]
+
+
+def _kv_cache_bytes(name: str) -> float:
+    return _memory(name)["kv_cache_bytes"]
 
 
 def test_glm47_flash_caches_one_mla_latent_per_layer():
@@ -163,3 +171,16 @@ def test_afmoe_every_fourth_layer_global_gated_attention_and_four_norms():
     # every layer holds all 1,025 tokens (the 2,048-token window is not reached):
     # 56 layers x 2 KV heads x 128 x (K, V) x 2 B
     assert _kv_cache_bytes("arcee-ai__Trinity-Nano-Preview") == 56 * 2 * 128 * 2 * 2 * 1025
+
+
+def test_minimax_m1_lightning_layers_keep_a_state_and_every_eighth_layer_a_kv_cache():
+    a = load_arch(str(CONFIGS / "MiniMaxAI__MiniMax-M1.json"))
+    kinds = [x.kind for x in a.layers]
+    assert kinds[:8] == ["linear_attention"] * 7 + ["attention"] and kinds.count("attention") == 10
+    # "45.9 billion activated" leaves out the embedding table and the LM head (2 x 200064 x 6144)
+    assert round((a.params_active - 2 * 200064 * 6144) / 1e8) == 459
+    mem = _memory("MiniMaxAI__MiniMax-M1")
+    # 10 softmax layers: 8 KV heads x 128 x (K, V) x 2 B x 1,025 tokens
+    assert mem["kv_cache_bytes"] == 10 * 8 * 128 * 2 * 2 * 1025
+    # 70 lightning layers: a float32 state of 64 heads x 128 x 128
+    assert mem["state_bytes"] == 70 * 64 * 128 * 128 * 4

@@ -38,6 +38,9 @@ def translate2(f: Fields) -> Fields:
                        "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
     if mt in QWEN2_VL:  # Qwen2-VL / 2.5-VL language models: Qwen2's biased q, k, v and unbiased o_proj
         return Fields({**f.data, "attention_bias": True, "attention_out_bias": False}, f.source)
+    if mt in ("minimax", "minimax_m1", "minimax_text_01"):  # its shared_intermediate_size may be 0 (none)
+        data = {k: v for k, v in f.data.items() if k != "shared_intermediate_size"}
+        return Fields({**data, "shared_expert_intermediate_size": f.data.get("shared_intermediate_size")}, f.source)
     if mt == "afmoe":  # num_shared_experts under DeepSeek's name
         return _rename(f, {"n_shared_experts": "num_shared_experts"})
     if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
@@ -129,3 +132,22 @@ def build_afmoe(f: Fields):
         attn = attention(f, w, qk_norm=True, attn_output_gate=True)
         layers.append(Layer("sliding_attention" if w else "attention", attn, dense if i < dense_n else routed, norms))
     return layers, [], ()
+
+
+def build_minimax(f: Fields):
+    """MiniMax-Text-01 / M1 (minimax, minimax_m1, minimax_text_01): lightning (linear) attention
+    layers with a softmax GQA layer where attn_type_list says 1 (or layer_types says
+    full_attention), each followed by routed experts (no shared expert)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    flags = f.list_("attn_type_list", int)
+    types = f.list_("layer_types", str) or (["full_attention" if x else "linear_attention" for x in flags]
+                                           if flags else None)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: MiniMax needs attn_type_list (or layer_types), one entry per layer",
+                               "add attn_type_list: 0 for a lightning-attention layer, 1 for softmax attention")
+    from decodescope.arch.mixers import LightningAttention  # imported when built
+    attn = attention(f)
+    linear = LightningAttention(h, attn.num_attention_heads, attn.head_dim)
+    routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0))
+    return [Layer("attention", attn, routed) if t == "full_attention" else Layer("linear_attention", linear, routed)
+            for t in types], [], ()

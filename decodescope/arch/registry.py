@@ -11,7 +11,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
-                                        translate2)
+                                        build_minimax, translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -49,6 +49,8 @@ FAMILIES = {
     "lfm2_moe": build_lfm2_moe,
     "apertus": build_apertus,
     "afmoe": build_afmoe,
+    # MiniMax-Text-01 and M1: their hub configs name themselves minimax_text_01 / minimax_m1
+    **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
