@@ -48,6 +48,11 @@ EXACT = [
     # MiniMax-M1 ("456 billion total parameters, of which 45.9 billion are activated per token",
     # https://huggingface.co/MiniMaxAI/MiniMax-Text-01, whose architecture M1 keeps)
     ("MiniMaxAI__MiniMax-M1", 456_089_655_296),
+    # Hunyuan-MT-7B (the name's "7B", https://huggingface.co/tencent/Hunyuan-MT-7B)
+    ("tencent__Hunyuan-MT-7B", 7_504_932_864),
+    # Solar Open 100B ("102B" total, 12B active, https://huggingface.co/upstage/Solar-Open-100B);
+    # transformers keeps the 48 routers' correction biases as buffers, which we count (+6,144)
+    ("upstage__Solar-Open-100B.trimmed", 102_651_793_408),
 ]
 
 
@@ -184,3 +189,18 @@ def test_minimax_m1_lightning_layers_keep_a_state_and_every_eighth_layer_a_kv_ca
     assert mem["kv_cache_bytes"] == 10 * 8 * 128 * 2 * 2 * 1025
     # 70 lightning layers: a float32 state of 64 heads x 128 x 128
     assert mem["state_bytes"] == 70 * 64 * 128 * 128 * 4
+
+
+def test_hunyuan_dense_normalises_q_and_k_per_head_and_ties_embeddings():
+    a = load_arch(str(CONFIGS / "tencent__Hunyuan-MT-7B.json"))
+    shapes = {t.name: t.shape for t in a.layers[0].tensors()}
+    assert shapes["q_norm"] == (128,) and shapes["k_proj"] == (1024, 4096) and a.tie_word_embeddings
+
+
+def test_solar_open_every_layer_routes_8_of_128_experts_plus_a_shared_one():
+    a = load_arch(str(CONFIGS / "upstage__Solar-Open-100B.trimmed.json"))
+    mlp = a.layers[0].mlp  # first_k_dense_replace 0: no dense layer
+    assert (mlp.num_experts, mlp.num_experts_per_tok, mlp.shared_expert_intermediate_size) == (128, 8, 1280)
+    assert mlp.router_bias
+    # the card's "12B active": 12.05 B
+    assert round(a.params_active / 1e9) == 12
