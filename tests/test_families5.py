@@ -53,6 +53,8 @@ EXACT = [
     # Solar Open 100B ("102B" total, 12B active, https://huggingface.co/upstage/Solar-Open-100B);
     # transformers keeps the 48 routers' correction biases as buffers, which we count (+6,144)
     ("upstage__Solar-Open-100B.trimmed", 102_651_793_408),
+    # Youtu-LLM 2B (the name's "2B", https://huggingface.co/tencent/Youtu-LLM-2B)
+    ("tencent__Youtu-LLM-2B.trimmed", 1_961_560_064),
 ]
 
 
@@ -204,3 +206,10 @@ def test_solar_open_every_layer_routes_8_of_128_experts_plus_a_shared_one():
     assert mlp.router_bias
     # the card's "12B active": 12.05 B
     assert round(a.params_active / 1e9) == 12
+
+
+def test_youtu_is_dense_mla_with_a_latent_cache():
+    a = load_arch(str(CONFIGS / "tencent__Youtu-LLM-2B.trimmed.json"))
+    assert {x.kind for x in a.layers} == {"mla"} and a.layers[0].mlp.intermediate_size == 6144
+    # latent kv_lora_rank 512 + rope key 64 = 576 values x 2 B x 32 layers x 1,025 tokens
+    assert _kv_cache_bytes("tencent__Youtu-LLM-2B.trimmed") == 576 * 2 * 32 * 1025

@@ -26,7 +26,7 @@ FAMILIES = {
                      "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open"),
                     build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
-                     "glm4_moe_lite"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash, MLA
+                     "glm4_moe_lite", "youtu"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
