@@ -55,6 +55,8 @@ EXACT = [
     ("upstage__Solar-Open-100B.trimmed", 102_651_793_408),
     # Youtu-LLM 2B (the name's "2B", https://huggingface.co/tencent/Youtu-LLM-2B)
     ("tencent__Youtu-LLM-2B.trimmed", 1_961_560_064),
+    # GLM-4-9B-Chat in transformers' layout (hub page: 9.4B params, https://huggingface.co/THUDM/glm-4-9b-chat-hf)
+    ("THUDM__glm-4-9b-chat-hf.trimmed", 9_399_951_360),
 ]
 
 
@@ -213,3 +215,11 @@ def test_youtu_is_dense_mla_with_a_latent_cache():
     assert {x.kind for x in a.layers} == {"mla"} and a.layers[0].mlp.intermediate_size == 6144
     # latent kv_lora_rank 512 + rope key 64 = 576 values x 2 B x 32 layers x 1,025 tokens
     assert _kv_cache_bytes("tencent__Youtu-LLM-2B.trimmed") == 576 * 2 * 32 * 1025
+
+
+def test_glm_hf_layout_counts_as_the_chatglm_original():
+    hf = load_arch(str(CONFIGS / "THUDM__glm-4-9b-chat-hf.trimmed.json"))
+    original = load_arch(str(CONFIGS / "THUDM__glm-4-9b-chat.json"))
+    assert hf.params_total == original.params_total
+    names = {t.name for t in hf.layers[0].tensors()}
+    assert "q_proj.bias" in names and "o_proj.bias" not in names

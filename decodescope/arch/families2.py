@@ -41,6 +41,8 @@ def translate2(f: Fields) -> Fields:
     if mt in ("minimax", "minimax_m1", "minimax_text_01"):  # its shared_intermediate_size may be 0 (none)
         data = {k: v for k, v in f.data.items() if k != "shared_intermediate_size"}
         return Fields({**data, "shared_expert_intermediate_size": f.data.get("shared_intermediate_size")}, f.source)
+    if mt == "glm":  # GLM-4 chat in transformers' own layout: attention_bias biases q, k, v, not o_proj
+        return Fields({**f.data, "attention_out_bias": False}, f.source)
     if mt == "solar_open":  # GLM-4.5-style sigmoid routing with a per-expert correction bias
         return Fields({**f.data, "use_routing_bias": True}, f.source)
     if mt == "afmoe":  # num_shared_experts under DeepSeek's name
