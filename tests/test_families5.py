@@ -223,3 +223,20 @@ def test_glm_hf_layout_counts_as_the_chatglm_original():
     assert hf.params_total == original.params_total
     names = {t.name for t in hf.layers[0].tensors()}
     assert "q_proj.bias" in names and "o_proj.bias" not in names
+
+
+@pytest.mark.parametrize("name,edit,field", [
+    ("poolside__Laguna-XS.2-FP8", {"num_attention_heads_per_layer": [48, 64]}, "num_attention_heads_per_layer"),
+    ("poolside__Laguna-XS.2-FP8", {"num_attention_heads_per_layer": [0] * 40}, "num_attention_heads"),
+    ("MiniMaxAI__MiniMax-M1", {"attn_type_list": [0, 1]}, "attn_type_list"),
+    ("LiquidAI__LFM2-8B-A1B.trimmed", {"num_dense_layers": "two"}, "num_dense_layers"),
+    ("databricks__dbrx-instruct", {"ffn_config": [1]}, "ffn_config"),
+    ("arcee-ai__Trinity-Nano-Preview", {"global_attn_every_n_layers": 0}, "global_attn_every_n_layers"),
+])
+def test_broken_new_family_fields_end_in_one_clear_error(tmp_path, name, edit, field):
+    from decodescope.errors import DecodescopeError
+    data = {**json.loads((CONFIGS / f"{name}.json").read_text()), **edit}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DecodescopeError, match=field):
+        load_arch(str(path))
