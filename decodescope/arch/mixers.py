@@ -215,3 +215,25 @@ class KimiDeltaAttention(StateMixer):
         ssm = self.num_heads * self.head_dim * self.head_dim * self.state_dtype_bytes
         return (ssm + 3 * p * (self.conv_kernel - 1) * self.conv_dtype_bytes) / tp
 
+
+
+@dataclass(frozen=True)
+class LightningAttention(StateMixer):
+    """MiniMax-01 / M1 lightning attention: linear attention over heads x head_dim with a fixed
+    per-head decay. One qkv_proj, a sigmoid output gate and a norm over all heads; per
+    request a state [heads, head_dim, head_dim] (float32) instead of a KV cache."""
+    hidden_size: int
+    num_heads: int
+    head_dim: int
+    state_dtype_bytes: int = 4
+    kernels = 8  # norm, qkv GEMM, recurrent update, gate GEMM, norm + gate, out GEMM, residual, (cache)
+
+    def tensors(self) -> list[Tensor]:
+        h, p = self.hidden_size, self.num_heads * self.head_dim
+        return [Tensor("input_layernorm", (h,), "rep", linear=False), Tensor("qkv_proj", (3 * p, h), "col"),
+                Tensor("output_gate", (p, h), "col"), Tensor("norm", (p,), "col", linear=False),
+                Tensor("out_proj", (h, p), "row")]
+
+    def state_bytes(self, tp: int) -> float:
+        """One request's state on one GPU: [heads, head_dim, head_dim], heads split over TP."""
+        return self.num_heads * self.head_dim * self.head_dim * self.state_dtype_bytes / tp

@@ -10,6 +10,8 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
+from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
+                                        build_minimax, translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -20,12 +22,16 @@ FAMILIES = {
                      "ernie4_5", "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
-                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1"), build_decoder),
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa"), build_deepseek),
+                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
+                     "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
+                     "glm"),
+                    build_decoder),
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
+                     "glm4_moe_lite", "youtu"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
                     build_qwen_hybrid),
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
-    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text"), build_nextn_decoder),
+    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2"), build_cohere),
     "nemotron_h": build_nemotron_h,
     "starcoder2": build_starcoder2,
@@ -41,6 +47,12 @@ FAMILIES = {
     "kimi_linear": build_kimi_linear,
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
+    "laguna": build_laguna,
+    "lfm2_moe": build_lfm2_moe,
+    "apertus": build_apertus,
+    "afmoe": build_afmoe,
+    # MiniMax-Text-01 and M1: their hub configs name themselves minimax_text_01 / minimax_m1
+    **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
@@ -82,7 +94,7 @@ def build_arch(raw: RawConfig) -> Arch:
             "is not supported",
             f"supported model_types: {', '.join(sorted(FAMILIES))}. A decoder that looks like one of these "
             "can be tried by setting its model_type; adding a family is one builder in decodescope/arch/")
-    f = translate(f)
+    f = translate2(translate(f))
     layers, mtp, notes = FAMILIES[mt](f)
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))

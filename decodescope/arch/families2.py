@@ -1,0 +1,157 @@
+"""More family builders (Laguna, ...): each is `(Fields) -> (layers, mtp, notes)` and is
+listed in decodescope.arch.registry.FAMILIES."""
+
+from dataclasses import replace
+
+from decodescope.arch.blocks import DenseMLP, Layer, Tensor
+from decodescope.arch.build import attention, moe
+from decodescope.arch.hybrids import build_lfm2
+from decodescope.arch.families import _rename
+from decodescope.arch.fields import Fields, check_int
+from decodescope.errors import DecodescopeError
+
+
+# the language models of Qwen2-VL and Qwen2.5-VL (model_type at the top, or in text_config)
+QWEN2_VL = ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")
+
+
+def _sub(f: Fields, key: str) -> Fields:
+    v = f.get(key, default={})
+    if not isinstance(v, dict):
+        raise DecodescopeError(f"{f.source}: {key} is not a JSON object", f"fix {key}")
+    return Fields(v, f.source)
+
+
+def translate2(f: Fields) -> Fields:
+    """The config of `f` in the field names the builders read (the families of this module)."""
+    mt = f.str_("model_type")
+    if mt == "exaone":  # EXAONE 3.0 / 3.5: Llama layout, GPT-2 style names
+        return _rename(f, {"num_hidden_layers": "num_layers"})
+    if mt == "internlm3":  # qkv_bias covers q, k, v and o (InternLM3Config maps it to attention_bias)
+        return _rename(f, {"attention_bias": "qkv_bias", "mlp_bias": "bias"})
+    if mt == "dbrx":  # DBRX: GPT-style top-level names, attention and MoE sizes in sub-objects
+        attn, ffn = _sub(f, "attn_config"), _sub(f, "ffn_config")
+        g = _rename(f, {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads"})
+        return Fields({**g.data, "num_key_value_heads": attn.get("kv_n_heads", default=1),
+                       "moe_intermediate_size": ffn.get("ffn_hidden_size", default=3584),
+                       "num_local_experts": ffn.get("moe_num_experts", default=4),
+                       "num_experts_per_tok": ffn.get("moe_top_k", default=1)}, f.source)
+    if mt in QWEN2_VL:  # Qwen2-VL / 2.5-VL language models: Qwen2's biased q, k, v and unbiased o_proj
+        return Fields({**f.data, "attention_bias": True, "attention_out_bias": False}, f.source)
+    if mt in ("minimax", "minimax_m1", "minimax_text_01"):  # its shared_intermediate_size may be 0 (none)
+        data = {k: v for k, v in f.data.items() if k != "shared_intermediate_size"}
+        return Fields({**data, "shared_expert_intermediate_size": f.data.get("shared_intermediate_size")}, f.source)
+    if mt == "glm":  # GLM-4 chat in transformers' own layout: attention_bias biases q, k, v, not o_proj
+        return Fields({**f.data, "attention_out_bias": False}, f.source)
+    if mt == "solar_open":  # GLM-4.5-style sigmoid routing with a per-expert correction bias
+        return Fields({**f.data, "use_routing_bias": True}, f.source)
+    if mt == "afmoe":  # num_shared_experts under DeepSeek's name
+        return _rename(f, {"n_shared_experts": "num_shared_experts"})
+    if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
+        return _rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
+                       use_routing_bias=True)
+    return f
+
+
+def _per_layer(f: Fields, key: str, item: type, n: int, default) -> list:
+    """A per-layer list field (one entry per layer), or `default` repeated when absent."""
+    v = f.list_(key, item)
+    if v is None:
+        return [default] * n
+    if len(v) != n:
+        raise DecodescopeError(f"{f.source}: {key} has {len(v)} entries, num_hidden_layers is {n}",
+                               f"fix {key}: one entry per layer")
+    return v
+
+
+def build_laguna(f: Fields):
+    """Poolside Laguna: full or sliding-window GQA per layer_types, with per-head q/k norms,
+    a per-layer query head count (num_attention_heads_per_layer) and a sigmoid output gate
+    (g_proj: one per head with gating "per-head" or true, else one per channel); a dense MLP
+    where mlp_layer_types says "dense" (the first layer by default), elsewhere routed experts
+    with a correction bias plus one shared expert."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    types = _per_layer(f, "layer_types", str, n, "full_attention")
+    heads = [check_int(f.source, "num_attention_heads", x)
+             for x in _per_layer(f, "num_attention_heads_per_layer", int, n, f.need("num_attention_heads"))]
+    mlps = _per_layer(f, "mlp_layer_types", str, n, "sparse")
+    if f.get("mlp_layer_types") is None:
+        mlps[0] = "dense"
+    gating = f.get("gating", default=True)
+    routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0),
+                 router_bias=True)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    layers = []
+    for t, q_heads, m in zip(types, heads, mlps, strict=True):
+        w = f.get("sliding_window") if t == "sliding_attention" else None
+        attn = replace(attention(f, w, qk_norm=True), num_attention_heads=q_heads)
+        d = attn.head_dim
+        gate = (Tensor("g_proj", (q_heads if gating is True or gating == "per-head" else q_heads * d, h), "col"),
+                ) if gating else ()
+        layers.append(Layer("sliding_attention" if w else "attention", attn, routed if m == "sparse" else dense, gate))
+    return layers, [], ()
+
+
+def build_lfm2_moe(f: Fields):
+    """LFM2-MoE: LFM2's short-convolution and attention layers; the first num_dense_layers
+    keep a dense MLP (intermediate_size), the rest route to experts (sigmoid gate with a
+    per-expert bias when use_expert_bias)."""
+    layers, _, notes = build_lfm2(f)
+    h, dense_n = f.need("hidden_size"), f.get("num_dense_layers", default=2)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    routed = moe(f, router_bias=bool(f.get("use_expert_bias", default=True)))
+    return [Layer(x.kind, x.mixer, dense if i < dense_n else routed, x.extra) for i, x in enumerate(layers)], [], notes
+
+
+def build_apertus(f: Fields):
+    """Apertus: per-head q/k norms (qk_norm) and an ungated MLP (up, down) whose xIELU
+    activation learns two scalars per layer (alpha_p, alpha_n)."""
+    h = f.need("hidden_size")
+    attn = attention(f, qk_norm=bool(f.get("qk_norm", default=True)))
+    mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bool(f.get("mlp_bias", default=False)))
+    xielu = (Tensor("act_fn.alpha_p", (1,), "rep", linear=False), Tensor("act_fn.alpha_n", (1,), "rep", linear=False))
+    return [Layer("attention", attn, mlp, xielu) for _ in range(f.need("num_hidden_layers"))], [], ()
+
+
+def build_afmoe(f: Fields):
+    """AFMoE (Arcee Trinity): every global_attn_every_n_layers-th layer full attention, the
+    others a sliding window (or layer_types); per-head q/k norms and a sigmoid output gate
+    per channel (gate_proj, the width of q_proj); norms before and after both attention and
+    MLP; dense MLPs in the first num_dense_layers, then routed experts with a bias and
+    num_shared_experts shared ones."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    every = f.get("global_attn_every_n_layers", default=4)
+    default = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
+    types = f.list_("layer_types", str) or default
+    if len(types) != n:
+        raise DecodescopeError(f"{f.source}: layer_types has {len(types)} entries, num_hidden_layers is {n}",
+                               "fix layer_types: one entry per layer")
+    dense_n, moe_i = f.get("num_dense_layers", default=1), f.need("moe_intermediate_size")
+    routed = moe(f, shared_expert_intermediate_size=moe_i * f.get("n_shared_experts", default=0), router_bias=True)
+    dense = DenseMLP(h, f.need("intermediate_size"))
+    norms = tuple(Tensor(name, (h,), "rep", linear=False) for name in ("post_attention_norm", "post_mlp_layernorm"))
+    layers = []
+    for i, t in enumerate(types):
+        w = f.get("sliding_window") if t == "sliding_attention" else None
+        attn = attention(f, w, qk_norm=True, attn_output_gate=True)
+        layers.append(Layer("sliding_attention" if w else "attention", attn, dense if i < dense_n else routed, norms))
+    return layers, [], ()
+
+
+def build_minimax(f: Fields):
+    """MiniMax-Text-01 / M1 (minimax, minimax_m1, minimax_text_01): lightning (linear) attention
+    layers with a softmax GQA layer where attn_type_list says 1 (or layer_types says
+    full_attention), each followed by routed experts (no shared expert)."""
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    flags = f.list_("attn_type_list", int)
+    types = f.list_("layer_types", str) or (["full_attention" if x else "linear_attention" for x in flags]
+                                           if flags else None)
+    if not types or len(types) != n:
+        raise DecodescopeError(f"{f.source}: MiniMax needs attn_type_list (or layer_types), one entry per layer",
+                               "add attn_type_list: 0 for a lightning-attention layer, 1 for softmax attention")
+    from decodescope.arch.mixers import LightningAttention  # imported when built
+    attn = attention(f)
+    linear = LightningAttention(h, attn.num_attention_heads, attn.head_dim)
+    routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0))
+    return [Layer("attention", attn, routed) if t == "full_attention" else Layer("linear_attention", linear, routed)
+            for t in types], [], ()
