@@ -240,3 +240,10 @@ def test_broken_new_family_fields_end_in_one_clear_error(tmp_path, name, edit, f
     path.write_text(json.dumps(data))
     with pytest.raises(DecodescopeError, match=field):
         load_arch(str(path))
+
+
+def test_a_modelopt_quant_config_passed_as_the_model_config_says_so():
+    # nvidia/DeepSeek-V3.1-NVFP4's hf_quant_config.json: "producer" modelopt, "quantization" NVFP4, no model_type
+    from decodescope.errors import DecodescopeError
+    with pytest.raises(DecodescopeError, match="hf_quant_config.json, not the model's config.json"):
+        load_arch(str(CONFIGS / "nvidia__DeepSeek-V3.1-NVFP4_hf_quant_config.json"))

@@ -87,6 +87,9 @@ def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
     mt = f.str_("model_type")
+    if not mt and "quantization" in raw.data and "producer" in raw.data:
+        raise DecodescopeError(f"{raw.source} is a ModelOpt hf_quant_config.json, not the model's config.json",
+                               "pass the config.json beside it (its quantization_config holds the same)")
     if mt not in FAMILIES:
         archs = f.get("architectures", default=[])
         raise DecodescopeError(
