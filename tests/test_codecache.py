@@ -84,6 +84,16 @@ def test_a_cache_holding_other_objects_is_compiled(tmp_path):
     assert _run(tmp_path) == cold
 
 
+def test_a_full_cache_keeps_only_what_the_run_used(tmp_path):
+    """Past MAX_ENTRIES (600) methods, e.g. after upgrades, the stale ones go."""
+    _entry(tmp_path).parent.mkdir(parents=True)
+    stale = {f"x = {i}": compile(f"x = {i}", "<string>", "exec") for i in range(600)}
+    _entry(tmp_path).write_bytes(marshal.dumps(stale))
+    line, compiled = _run(tmp_path)
+    assert len(marshal.loads(_entry(tmp_path).read_bytes())) == compiled  # this run's methods only
+    assert _run(tmp_path) == (line, 0)
+
+
 def test_an_unwritable_folder_compiles_every_run(tmp_path):
     (tmp_path / "decodescope").write_text("a file where the folder should be")
     cold = _run(tmp_path)
