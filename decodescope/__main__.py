@@ -1,3 +1,3 @@
-from decodescope.cli.main import main
+from decodescope.cli import run
 
-main()
+run()

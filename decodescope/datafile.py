@@ -47,11 +47,11 @@ def load_toml(path: str | os.PathLike) -> dict:
 
     data = tomllib.loads(raw.decode())
     if entry:
-        _store(entry, data)
+        store(entry, data)
     return data
 
 
-def _store(entry: str, data: dict) -> None:
+def store(entry: str, data: dict) -> None:
     """Write atomically (a parallel run reads either nothing or a whole entry); a folder
     that cannot be written, or a table marshal cannot hold (TOML dates), is skipped."""
     tmp = f"{entry}.{os.getpid()}.tmp"
