@@ -2,8 +2,9 @@
 
 Builds a >= 500 MB trace by replicating the real decode steps of the H200 eager trace
 (tests/data/h200/trace_eager_llama8b_shape.json.gz: 5 steps of a Llama-8B-shaped decode
-loop, CPU ops, launches, kernels and flows in Kineto's own layout) with every timestamp
-shifted by one trace window per copy and correlation / External / flow ids made unique,
+loop, CPU ops, launches, kernels and flows) with every timestamp shifted by one trace window
+per copy and correlation / External / flow ids made unique, in Kineto's order (all CPU-side
+events first, then the GPU activities, each kernel before its launch call, as in the source),
 then times the whole `decodescope trace FILE --json` process and HolisticTraceAnalysis
 (`TraceAnalysis` + `get_gpu_kernel_breakdown`, `pip install HolisticTraceAnalysis`, not a
 dependency) on the same file: wall and CPU seconds, peak RSS.
@@ -30,7 +31,8 @@ HTA = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
 
 
 def build(path: Path, mb: int) -> tuple[int, int]:
-    """Write the replicated trace; returns (bytes, copies)."""
+    """Write the replicated trace in Kineto's own order (every copy's CPU-side events, then every
+    copy's GPU activities with their launch calls); returns (bytes, copies)."""
     text = gzip.decompress(SOURCE.read_bytes())
     start = text.index(b"[", text.index(b'"traceEvents"')) + 1
     end = text.rindex(b"]")
@@ -40,24 +42,28 @@ def build(path: Path, mb: int) -> tuple[int, int]:
         once = b'"ph": "M"' in e or b'"ph": "i"' in e or b'"cat": "Trace"' in e
         (rest if once else steps).append(e)
     window, id_span = _window(steps), _max_id(steps) + 1
-    parts, last = [], 0
-    body = SEP.join(steps)
-    for m in _FIELD.finditer(body):  # literal text and the numbers to shift, once
-        parts.append(body[last:m.end(1)])
-        parts.append((m.group(1) == b'"ts": ', m.group(2)))
-        last = m.end()
-    tail_text = body[last:]
-    copies, written = 0, 0
+    gpu_at = next(i for i, e in enumerate(steps) if b'"cat": "kernel"' in e)
+    cpu, gpu = _pieces(SEP.join(steps[:gpu_at])), _pieces(SEP.join(steps[gpu_at:]))
+    size = sum(len(_copy(*p, 0.0, 0)) for p in (cpu, gpu))
+    copies = max(1, -(-int(mb * 1e6) // size))
     with open(path, "wb") as f:
         f.write(text[:start] + b"\n  {")
         f.write(SEP.join(rest))
-        while written < mb * 1e6:
-            chunk = _copy(parts, tail_text, copies * window, copies * id_span)
-            f.write(SEP + chunk)
-            written += len(chunk)
-            copies += 1
+        for parts in (cpu, gpu):
+            for i in range(copies):
+                f.write(SEP + _copy(*parts, i * window, i * id_span))
         f.write(b"\n  }\n" + text[end:])
     return path.stat().st_size, copies
+
+
+def _pieces(body: bytes) -> tuple[list, bytes]:
+    """The literal text and the numbers to shift, once: (parts, text after the last number)."""
+    parts, last = [], 0
+    for m in _FIELD.finditer(body):
+        parts.append(body[last:m.end(1)])
+        parts.append((m.group(1) == b'"ts": ', m.group(2)))
+        last = m.end()
+    return parts, body[last:]
 
 
 def _copy(parts, tail, dt: float, did: int) -> bytes:

@@ -86,6 +86,14 @@ class RawTrace:
     bytes_read: int = 0
     truncated: bool = False  # the file ends before its event list does: the step cut there is partial
     problems: list[str] = field(default_factory=list)
+    bad_events: int = 0  # events that are not valid JSON, skipped
+    lone_events: int = 0  # "B" / "E" events with no partner on their thread, skipped
+
+
+def bad_lines(lone: int, bad: int) -> list[str]:
+    """The problem lines for skipped events (one file's counts, summed over its byte ranges)."""
+    return ([f"{lone} \"B\" / \"E\" events have no partner on their thread and were skipped"] if lone else []) + \
+        ([f"{bad} events are not valid JSON and were skipped"] if bad else [])
 
 
 def read_trace(path: str) -> RawTrace:
@@ -100,6 +108,32 @@ def read_trace(path: str) -> RawTrace:
     except OSError as e:
         t.problems.append(f"could not read {path}: {e.strerror or e}")
     return t
+
+
+def read_pieces(path: str):
+    """read_trace's reading handed on block by block, so that no more than a block of events is
+    held: each RawTrace yielded holds one block's events (its `names` is the file's list so far);
+    the last one also the file's facts (rank, device, counts, problems left)."""
+    t = RawTrace(path=str(path))
+    try:
+        st = EventStream(t)
+        for block in _blocks(path, t):
+            st.feed(block)
+            yield _drain(t)
+        st.finish(report=False)  # the skipped events are counted, their line written by the caller
+    except OSError as e:
+        t.problems.append(f"could not read {path}: {e.strerror or e}")
+    yield t
+
+
+def _drain(t: RawTrace) -> RawTrace:
+    """The events and problems gathered in `t` so far, moved into a new RawTrace."""
+    piece = RawTrace(path=t.path, origin_us=t.origin_us, names=t.names, gpu_cat=t.gpu_cat, gpu=t.gpu,
+                     launch_ts=t.launch_ts, graph_launches=t.graph_launches, annotations=t.annotations,
+                     shapes=t.shapes, shaped_launches=t.shaped_launches, problems=t.problems)
+    t.gpu, t.launch_ts, t.graph_launches, t.annotations, t.shapes, t.shaped_launches, t.problems = \
+        [], {}, [], [], [], [], []
+    return piece
 
 
 def _blocks(path: str, t: RawTrace):
@@ -183,17 +217,16 @@ class EventStream:
             self.buf = self.buf[cut:]
 
     def flush(self) -> None:
-        """End of a byte range (not of the file): the events left in the buffer, no tail."""
+        """End of a byte range (not of the file): the events left in the buffer, no tail; skipped
+        events are counted in the RawTrace, for the file's one line."""
         self._events(self.buf)
         self.buf = b""
-        self.report_bad()
+        self.count_bad()
         self.read_meta()
 
-    def report_bad(self) -> None:
-        if lone := sum(map(len, self.open.values())) + self.lone_ends:
-            self.t.problems.append(f"{lone} \"B\" / \"E\" events have no partner on their thread and were skipped")
-        if self.bad_events:
-            self.t.problems.append(f"{self.bad_events} events are not valid JSON and were skipped")
+    def count_bad(self) -> None:
+        self.t.lone_events = sum(map(len, self.open.values())) + self.lone_ends
+        self.t.bad_events = self.bad_events
 
     def _generic_cut(self) -> int:
         last = None
@@ -201,7 +234,8 @@ class EventStream:
             last = m
         return last.start() + 1 if last else -1
 
-    def finish(self) -> None:
+    def finish(self, report: bool = True) -> None:
+        """End of the file; `report`: say what was skipped (a byte range's reader only counts it)."""
         t = self.t
         if not self.in_events:
             t.problems.append("no \"traceEvents\" list found: not a torch-profiler Chrome trace")
@@ -218,7 +252,9 @@ class EventStream:
                     t.truncated = True
                     t.problems.append("the event list is not closed (truncated file?); the events read are reported")
                 self._events(self.buf)
-        self.report_bad()
+        self.count_bad()
+        if report:
+            t.problems.extend(bad_lines(t.lone_events, t.bad_events))
         self.read_meta()
 
     def read_meta(self) -> None:
