@@ -7,7 +7,7 @@ per copy and correlation / External / flow ids made unique, in Kineto's order (a
 events first, then the GPU activities, each kernel before its launch call, as in the source),
 then times the whole `decodescope trace FILE --json` process and HolisticTraceAnalysis
 (`TraceAnalysis` + `get_gpu_kernel_breakdown`, `pip install HolisticTraceAnalysis`, not a
-dependency) on the same file: wall and CPU seconds, peak RSS.
+dependency) on the same file: wall and CPU seconds, MB/s, peak RSS (of the largest process).
 
     python benchmarks/trace_speed.py [--mb 500] [--no-hta] [--gzip] [--keep]
 """
@@ -15,7 +15,9 @@ dependency) on the same file: wall and CPU seconds, peak RSS.
 import argparse
 import gzip
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "h200" / "trace_eager_llama8b_shape.json.gz"
 SEP = b"\n  },\n  {"  # Kineto's separator between two events
 _FIELD = re.compile(rb'("ts": |"correlation": |"External id": |"id": )(\d+(?:\.\d+)?)')
+RUSAGE = ("import json, os, subprocess, sys\np = subprocess.Popen(sys.argv[1:])\n_, status, ru = os.wait4(p.pid, 0)\n"
+          "print(json.dumps([os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss]), "
+          "file=sys.stderr)\n")
 HTA = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
        "a = TraceAnalysis(trace_dir=sys.argv[1])\nprint(a.get_gpu_kernel_breakdown(visualize=False)[0].head(20))\n")
 
@@ -88,30 +93,25 @@ def _max_id(events: list[bytes]) -> int:
     return max(int(m.group(2)) for e in events for m in _FIELD.finditer(e) if m.group(1) != b'"ts": ')
 
 
-def timed(cmd: list[str], timeout: float) -> dict:
-    """Run one command; its output and wall seconds."""
+def measure(cmd: list[str], timeout: float) -> dict:
+    """One command's output and wall seconds, and from its rusage (the process and the workers
+    it waited for) user + system CPU seconds and peak RSS (MB, of the largest process). A small
+    Python process starts it and reads the rusage: a child forked from this process would count
+    this process's memory (the trace built in it) in its peak."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", RUSAGE, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return {"timed_out": timeout}
     wall = time.perf_counter() - t0
-    return {"rc": proc.returncode, "wall_s": wall, "stdout": out.decode(errors="replace"),
-            "stderr": err.decode(errors="replace")[-2000:]}
-
-
-def measure(cmd: list[str], timeout: float) -> dict:
-    """GNU time's figures for one process tree (wall, user+sys CPU, max RSS)."""
-    r = timed(["/usr/bin/time", "-f", "TIME %e %U %S %M", *cmd], timeout)
-    if "timed_out" in r:
-        return r
-    m = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", r["stderr"])
-    if m:
-        r.update(wall_s=float(m.group(1)), cpu_s=float(m.group(2)) + float(m.group(3)), rss_mb=int(m.group(4)) / 1024)
-    return r
+    err_text, _, last = err.decode(errors="replace").rstrip().rpartition("\n")
+    rc, cpu, rss_kb = json.loads(last)
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss_mb": rss_kb / 1024, "stdout": out.decode(errors="replace"),
+            "stderr": err_text[-2000:]}
 
 
 def main():
