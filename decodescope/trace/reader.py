@@ -147,10 +147,10 @@ def _blocks(path: str, t: RawTrace):
                 yield chunk
             return
         d = zlib.decompressobj(wbits=31)
-        while chunk := f.read(1 << 20):  # traces compress ~30x: 1 MB in, ~30 MB out
+        while chunk := f.read(1 << 20):
             while chunk:
-                try:
-                    out = d.decompress(chunk)
+                try:  # at most a block out per call: traces compress ~30x, some runs of them far more
+                    out = d.decompress(chunk, BLOCK_BYTES)
                 except zlib.error as e:
                     t.truncated = True
                     t.problems.append(f"gzip data is corrupt after {t.bytes_read / 1e6:.1f} MB ({e}); "
@@ -158,8 +158,8 @@ def _blocks(path: str, t: RawTrace):
                     return
                 t.bytes_read += len(out)
                 yield out
-                chunk = d.unused_data  # a second gzip member follows
-                if chunk:
+                chunk = d.unconsumed_tail
+                if d.eof and (chunk := d.unused_data):  # a second gzip member follows
                     d = zlib.decompressobj(wbits=31)
         if not d.eof:
             t.truncated = True

@@ -232,8 +232,9 @@ def union_us(evs) -> float:
 def union_fold(evs, total: float = 0.0, cur: float = float("-inf")) -> tuple[float, float]:
     """The union of intervals (start, end, ...) given in order of start, continued from `total`
     µs covered so far with `cur` the end of the last covered stretch; returns both, updated."""
-    for start, end, *_ in evs:
-        if end > cur:
+    for ev in evs:
+        if (end := ev[1]) > cur:
+            start = ev[0]
             total += end - (start if start > cur else cur)
             cur = end
     return total, cur

@@ -141,7 +141,7 @@ class StepStream:
         pending, bits, base = self.pending, self.launched.bits, self.launched.base
         assign = self._assign
         for corr, ts in launch_ts.items():
-            j = corr - base
+            j = corr - base  # the launch's bit (Bits, inlined: this runs once per launch call)
             byte, bit = bits[j >> 3], 1 << (j & 7)
             if byte & bit:
                 raise Fallback("a correlation id launched twice")
