@@ -10,7 +10,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 
 from decodescope.trace.reader import (BLOCK_BYTES, EVENTS_START, KINETO_SEP, EventStream, RawTrace, bad_lines,
-                                      read_pieces, read_trace)
+                                      blocks, read_trace)
 
 PARALLEL_BYTES = 64 << 20  # a plain .json this large is read in byte ranges
 # bytes per range handed on by `pieces`: a range's events as Python tuples take ~1/8 of its
@@ -49,6 +49,32 @@ def pieces(path: str, workers: int = 1):
                 yield ahead.popleft().result()
         while ahead:
             yield ahead.popleft().result()
+
+
+def read_pieces(path: str):
+    """read_trace's reading handed on block by block, so that no more than a block of events is
+    held: each RawTrace yielded holds one block's events (its `names` is the file's list so far);
+    the last one also the file's facts (rank, device, counts, problems left)."""
+    t = RawTrace(path=str(path))
+    try:
+        st = EventStream(t)
+        for block in blocks(path, t):
+            st.feed(block)
+            yield _drain(t)
+        st.finish(report=False)  # the skipped events are counted, their line written by the caller
+    except OSError as e:
+        t.problems.append(f"could not read {path}: {e.strerror or e}")
+    yield t
+
+
+def _drain(t: RawTrace) -> RawTrace:
+    """The events and problems gathered in `t` so far, moved into a new RawTrace."""
+    piece = RawTrace(path=t.path, origin_us=t.origin_us, names=t.names, gpu_cat=t.gpu_cat, gpu=t.gpu,
+                     launch_ts=t.launch_ts, graph_launches=t.graph_launches, annotations=t.annotations,
+                     shapes=t.shapes, shaped_launches=t.shaped_launches, problems=t.problems)
+    t.gpu, t.launch_ts, t.graph_launches, t.annotations, t.shapes, t.shaped_launches, t.problems = \
+        [], {}, [], [], [], [], []
+    return piece
 
 
 def _ranges(path: str, workers: int, piece: int | None = None) -> list[tuple]:

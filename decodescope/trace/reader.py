@@ -102,7 +102,7 @@ def read_trace(path: str) -> RawTrace:
     t = RawTrace(path=str(path))
     try:
         st = EventStream(t)
-        for block in _blocks(path, t):
+        for block in blocks(path, t):
             st.feed(block)
         st.finish()
     except OSError as e:
@@ -110,33 +110,7 @@ def read_trace(path: str) -> RawTrace:
     return t
 
 
-def read_pieces(path: str):
-    """read_trace's reading handed on block by block, so that no more than a block of events is
-    held: each RawTrace yielded holds one block's events (its `names` is the file's list so far);
-    the last one also the file's facts (rank, device, counts, problems left)."""
-    t = RawTrace(path=str(path))
-    try:
-        st = EventStream(t)
-        for block in _blocks(path, t):
-            st.feed(block)
-            yield _drain(t)
-        st.finish(report=False)  # the skipped events are counted, their line written by the caller
-    except OSError as e:
-        t.problems.append(f"could not read {path}: {e.strerror or e}")
-    yield t
-
-
-def _drain(t: RawTrace) -> RawTrace:
-    """The events and problems gathered in `t` so far, moved into a new RawTrace."""
-    piece = RawTrace(path=t.path, origin_us=t.origin_us, names=t.names, gpu_cat=t.gpu_cat, gpu=t.gpu,
-                     launch_ts=t.launch_ts, graph_launches=t.graph_launches, annotations=t.annotations,
-                     shapes=t.shapes, shaped_launches=t.shaped_launches, problems=t.problems)
-    t.gpu, t.launch_ts, t.graph_launches, t.annotations, t.shapes, t.shaped_launches, t.problems = \
-        [], {}, [], [], [], [], []
-    return piece
-
-
-def _blocks(path: str, t: RawTrace):
+def blocks(path: str, t: RawTrace):
     """Decompressed bytes in blocks; a gzip that ends early yields what it had and says so."""
     with open(path, "rb") as f:
         head = f.read(2)

@@ -8,7 +8,7 @@ launch call. Here each GPU event is held only until its step is complete:
   (a CUDA graph replay: ~1,000 kernels, then its cudaGraphLaunch), then joins its step;
 - a step is swept and dropped once events of a step LAG windows later arrive;
 - the union of all GPU events (for the time outside every step) is summed in order of
-  start through a small reordering heap.
+  start, the last REORDER events held back in case the next piece has earlier ones.
 Where a trace breaks one of these orders the result could differ from the one-pass
 reading, so `Fallback` is raised instead and the caller reads the file whole: the output
 is the same either way. What is kept is bounded by steps, not events: one StepPart
