@@ -48,6 +48,7 @@ class StepStream:
         self.open: dict[int, list[tuple]] = {}  # window -> its GPU events, while the step may grow
         self.parts: list = []  # StepParts of the complete steps, in window order
         self.done_below = 0  # steps of windows below this one are complete
+        self.last = (1.0, 0.0, 0.0, [])  # (start, end, next start µs, events) of the window assigned last
         self.held: list[tuple] = []  # GPU events not yet in the union, sorted
         self.folded = (float("-inf"), float("-inf"))  # the last one folded in
         self.union = (0.0, float("-inf"))  # (µs covered, end of the last covered stretch)
@@ -69,7 +70,7 @@ class StepStream:
             gpu = sorted([(s, e, remap[n], c) for s, e, n, c in piece.gpu])  # Kineto's order: sorted already
             self.last_start = piece.gpu[-1][0]  # in the file's order: where a truncated file stops
             self._union(gpu)
-            self._pend(gpu)
+            self._pend(gpu, piece.launch_ts)
         self._launches(piece.launch_ts)
 
     def _facts(self, piece: RawTrace) -> None:
@@ -117,19 +118,20 @@ class StepStream:
             self.folded = keys[cut - 1][:2]
         self.held = keys[cut:]
 
-    def _pend(self, gpu: list[tuple]) -> None:
-        """Each event waits for its launch call (events without one join their step now)."""
+    def _pend(self, gpu: list[tuple], launch_ts: dict[int, float]) -> None:
+        """Each event joins its step at its launch call: one of this piece, or a later one (Kineto
+        writes the call after the kernels it launched), or none (then at the event's own start)."""
         pending, bits, base = self.pending, self.launched.bits, self.launched.base
         top = len(bits) << 3
         for ev in gpu:
             corr = ev[3]
-            if corr < 0:
+            if (ts := launch_ts.get(corr)) is not None:
+                self._assign([ev], ts)
+            elif corr < 0:
                 self._assign([ev], ev[0])
-                continue
-            j = corr - base  # the launch's bit (Bits, inlined: this runs once per GPU event)
-            if 0 <= j < top and bits[j >> 3] >> (j & 7) & 1:
+            elif 0 <= (j := corr - base) < top and bits[j >> 3] >> (j & 7) & 1:  # Bits, inlined: once per event
                 raise Fallback("a kernel written after its launch call")
-            if (evs := pending.get(corr)) is None:
+            elif (evs := pending.get(corr)) is None:
                 pending[corr] = [ev]
             else:
                 evs.append(ev)
@@ -139,7 +141,6 @@ class StepStream:
             return
         self.launched.cover(min(launch_ts), max(launch_ts))
         pending, bits, base = self.pending, self.launched.bits, self.launched.base
-        assign = self._assign
         for corr, ts in launch_ts.items():
             j = corr - base  # the launch's bit (Bits, inlined: this runs once per launch call)
             byte, bit = bits[j >> 3], 1 << (j & 7)
@@ -147,19 +148,26 @@ class StepStream:
                 raise Fallback("a correlation id launched twice")
             bits[j >> 3] = byte | bit
             if (evs := pending.pop(corr, None)) is not None:
-                assign(evs, ts)
+                self._assign(evs, ts)
 
     def _assign(self, evs: list[tuple], t: float) -> None:
         """Into the window their launch call (else their own start) falls in, as steps._assign."""
+        low, end, nxt, held = self.last  # most events fall in the window the last ones did
+        if low <= t <= end and t < nxt:
+            held.extend(evs)
+            return
         i = bisect_right(self.starts, t) - 1
         if i < 0 or t > self.windows[i][2]:
             return
         if i < self.done_below:
             raise Fallback("an event of a step already complete")
         if (held := self.open.get(i)) is None:
-            self.open[i] = evs
+            held = self.open[i] = evs
         else:
             held.extend(evs)
+        # t finds window i again where starts[i] <= t <= its end and t < the next window's start
+        self.last = (self.starts[i], self.windows[i][2],
+                     self.starts[i + 1] if i + 1 < len(self.starts) else float("inf"), held)
         if i - LAG > self.done_below:
             self._close(i - LAG)
 
