@@ -70,7 +70,7 @@ class StepStream:
             gpu = sorted([(s, e, remap[n], c) for s, e, n, c in piece.gpu])  # Kineto's order: sorted already
             self.last_start = piece.gpu[-1][0]  # in the file's order: where a truncated file stops
             self._union(gpu)
-            self._pend(gpu, piece.launch_ts)
+            self._pend(gpu)
         self._launches(piece.launch_ts)
 
     def _facts(self, piece: RawTrace) -> None:
@@ -118,16 +118,15 @@ class StepStream:
             self.folded = keys[cut - 1][:2]
         self.held = keys[cut:]
 
-    def _pend(self, gpu: list[tuple], launch_ts: dict[int, float]) -> None:
-        """Each event joins its step at its launch call: one of this piece, or a later one (Kineto
-        writes the call after the kernels it launched), or none (then at the event's own start)."""
+    def _pend(self, gpu: list[tuple]) -> None:
+        """Each event waits for its launch call, which Kineto writes after the kernels it launched;
+        events join their steps in the order of those calls, so that the steps fill in time order
+        (an event without a call joins now, at its own start)."""
         pending, bits, base = self.pending, self.launched.bits, self.launched.base
         top = len(bits) << 3
         for ev in gpu:
             corr = ev[3]
-            if (ts := launch_ts.get(corr)) is not None:
-                self._assign([ev], ts)
-            elif corr < 0:
+            if corr < 0:
                 self._assign([ev], ev[0])
             elif 0 <= (j := corr - base) < top and bits[j >> 3] >> (j & 7) & 1:  # Bits, inlined: once per event
                 raise Fallback("a kernel written after its launch call")

@@ -115,6 +115,7 @@ def test_memory_does_not_grow_with_the_file(tmp_path):
     for mb in (20, 80):
         path = tmp_path / f"t{mb}.json"
         subprocess.run([sys.executable, "-c", BUILD, str(ROOT), str(path), str(mb)], check=True)
+        assert read_rank(str(path), workers=2).read_whole == ""  # streamed: in 4 MB blocks, in 16 MB ranges
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
         r = subprocess.run([sys.executable, "-c", RSS, str(path)],
                            capture_output=True, text=True, env=env, cwd=ROOT, check=True)
