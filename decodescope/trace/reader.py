@@ -275,7 +275,7 @@ class EventStream:
     def _fast_rows(self, rows) -> None:
         t = self.t
         gpu, launch, graphs, name_id = t.gpu.append, t.launch_ts, t.graph_launches.append, self._name_id
-        devices = t.devices.add
+        ids, pids = self.name_ids, set()  # name ids; the GPU events' pids, decoded once per block
         if rows and self.hi is None:
             self._set_origin(rows[0][3])
         h0, k, origin = self.hi, self.cut, t.origin_us
@@ -283,8 +283,9 @@ class EventStream:
             cat = _OLD.get(cat, cat)
             start = float(ts[k:]) if ts[:k] == h0 else float(ts) - origin
             if cat == b"kernel" or cat == b"gpu_memcpy" or cat == b"gpu_memset":
-                gpu((start, start + float(dur), name_id(name, cat), int(corr) if corr else -1))
-                devices(pid.decode())
+                i = ids.get(name)
+                gpu((start, start + float(dur), name_id(name, cat) if i is None else i, int(corr) if corr else -1))
+                pids.add(pid)
             elif cat == b"cuda_runtime" or cat == b"cuda_driver":
                 if corr:
                     launch[int(corr)] = start
@@ -293,6 +294,7 @@ class EventStream:
             else:
                 t.annotations.append((name.decode(errors="replace"), start, start + float(dur),
                                       cat == b"gpu_user_annotation"))
+        t.devices.update(p.decode() for p in pids)
 
     def _set_origin(self, ts: bytes) -> None:
         whole = ts.split(b".")[0]
@@ -356,7 +358,6 @@ class EventStream:
                     self.t.graph_launches.append((start, corr))
         else:
             self.t.annotations.append((str(e.get("name", "")), start, end, cat == "gpu_user_annotation"))
-
 
     def _pair(self, e: dict) -> dict | None:
         """A "B" opens a range on its thread; the "E" that follows closes the innermost one,
