@@ -2,11 +2,12 @@
 
 Builds a >= 500 MB trace by replicating the real decode steps of the H200 eager trace
 (tests/data/h200/trace_eager_llama8b_shape.json.gz: 5 steps of a Llama-8B-shaped decode
-loop, CPU ops, launches, kernels and flows in Kineto's own layout) with every timestamp
-shifted by one trace window per copy and correlation / External / flow ids made unique,
+loop, CPU ops, launches, kernels and flows) with every timestamp shifted by one trace window
+per copy and correlation / External / flow ids made unique, in Kineto's order (all CPU-side
+events first, then the GPU activities, each kernel before its launch call, as in the source),
 then times the whole `decodescope trace FILE --json` process and HolisticTraceAnalysis
 (`TraceAnalysis` + `get_gpu_kernel_breakdown`, `pip install HolisticTraceAnalysis`, not a
-dependency) on the same file: wall and CPU seconds, peak RSS.
+dependency) on the same file: wall and CPU seconds, MB/s, peak RSS (of the largest process).
 
     python benchmarks/trace_speed.py [--mb 500] [--no-hta] [--gzip] [--keep]
 """
@@ -14,7 +15,9 @@ dependency) on the same file: wall and CPU seconds, peak RSS.
 import argparse
 import gzip
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,12 +28,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "tests" / "data" / "h200" / "trace_eager_llama8b_shape.json.gz"
 SEP = b"\n  },\n  {"  # Kineto's separator between two events
 _FIELD = re.compile(rb'("ts": |"correlation": |"External id": |"id": )(\d+(?:\.\d+)?)')
+RUSAGE = ("import json, os, subprocess, sys\np = subprocess.Popen(sys.argv[1:])\n_, status, ru = os.wait4(p.pid, 0)\n"
+          "print(json.dumps([os.waitstatus_to_exitcode(status), ru.ru_utime + ru.ru_stime, ru.ru_maxrss]), "
+          "file=sys.stderr)\n")
 HTA = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
        "a = TraceAnalysis(trace_dir=sys.argv[1])\nprint(a.get_gpu_kernel_breakdown(visualize=False)[0].head(20))\n")
 
 
 def build(path: Path, mb: int) -> tuple[int, int]:
-    """Write the replicated trace; returns (bytes, copies)."""
+    """Write the replicated trace in Kineto's own order (every copy's CPU-side events, then every
+    copy's GPU activities with their launch calls); returns (bytes, copies)."""
     text = gzip.decompress(SOURCE.read_bytes())
     start = text.index(b"[", text.index(b'"traceEvents"')) + 1
     end = text.rindex(b"]")
@@ -40,24 +47,28 @@ def build(path: Path, mb: int) -> tuple[int, int]:
         once = b'"ph": "M"' in e or b'"ph": "i"' in e or b'"cat": "Trace"' in e
         (rest if once else steps).append(e)
     window, id_span = _window(steps), _max_id(steps) + 1
-    parts, last = [], 0
-    body = SEP.join(steps)
-    for m in _FIELD.finditer(body):  # literal text and the numbers to shift, once
-        parts.append(body[last:m.end(1)])
-        parts.append((m.group(1) == b'"ts": ', m.group(2)))
-        last = m.end()
-    tail_text = body[last:]
-    copies, written = 0, 0
+    gpu_at = next(i for i, e in enumerate(steps) if b'"cat": "kernel"' in e)
+    cpu, gpu = _pieces(SEP.join(steps[:gpu_at])), _pieces(SEP.join(steps[gpu_at:]))
+    size = sum(len(_copy(*p, 0.0, 0)) for p in (cpu, gpu))
+    copies = max(1, -(-int(mb * 1e6) // size))
     with open(path, "wb") as f:
         f.write(text[:start] + b"\n  {")
         f.write(SEP.join(rest))
-        while written < mb * 1e6:
-            chunk = _copy(parts, tail_text, copies * window, copies * id_span)
-            f.write(SEP + chunk)
-            written += len(chunk)
-            copies += 1
+        for parts in (cpu, gpu):
+            for i in range(copies):
+                f.write(SEP + _copy(*parts, i * window, i * id_span))
         f.write(b"\n  }\n" + text[end:])
     return path.stat().st_size, copies
+
+
+def _pieces(body: bytes) -> tuple[list, bytes]:
+    """The literal text and the numbers to shift, once: (parts, text after the last number)."""
+    parts, last = [], 0
+    for m in _FIELD.finditer(body):
+        parts.append(body[last:m.end(1)])
+        parts.append((m.group(1) == b'"ts": ', m.group(2)))
+        last = m.end()
+    return parts, body[last:]
 
 
 def _copy(parts, tail, dt: float, did: int) -> bytes:
@@ -82,30 +93,25 @@ def _max_id(events: list[bytes]) -> int:
     return max(int(m.group(2)) for e in events for m in _FIELD.finditer(e) if m.group(1) != b'"ts": ')
 
 
-def timed(cmd: list[str], timeout: float) -> dict:
-    """Run one command; its output and wall seconds."""
+def measure(cmd: list[str], timeout: float) -> dict:
+    """One command's output and wall seconds, and from its rusage (the process and the workers
+    it waited for) user + system CPU seconds and peak RSS (MB, of the largest process). A small
+    Python process starts it and reads the rusage: a child forked from this process would count
+    this process's memory (the trace built in it) in its peak."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", RUSAGE, *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         return {"timed_out": timeout}
     wall = time.perf_counter() - t0
-    return {"rc": proc.returncode, "wall_s": wall, "stdout": out.decode(errors="replace"),
-            "stderr": err.decode(errors="replace")[-2000:]}
-
-
-def measure(cmd: list[str], timeout: float) -> dict:
-    """GNU time's figures for one process tree (wall, user+sys CPU, max RSS)."""
-    r = timed(["/usr/bin/time", "-f", "TIME %e %U %S %M", *cmd], timeout)
-    if "timed_out" in r:
-        return r
-    m = re.search(r"TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)", r["stderr"])
-    if m:
-        r.update(wall_s=float(m.group(1)), cpu_s=float(m.group(2)) + float(m.group(3)), rss_mb=int(m.group(4)) / 1024)
-    return r
+    err_text, _, last = err.decode(errors="replace").rstrip().rpartition("\n")
+    rc, cpu, rss_kb = json.loads(last)
+    return {"rc": rc, "wall_s": wall, "cpu_s": cpu, "rss_mb": rss_kb / 1024, "stdout": out.decode(errors="replace"),
+            "stderr": err_text[-2000:]}
 
 
 def main():

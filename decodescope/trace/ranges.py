@@ -1,14 +1,21 @@
 """A large plain (not gzipped) trace in Kineto's layout, read in byte ranges by parallel
-processes, one per core. Each range starts at an event boundary: the events whose
-separator starts inside it are its own."""
+processes. Each range starts at an event boundary: the events whose separator starts
+inside it are its own. `read` joins one range per core into one RawTrace; `pieces` hands
+on small ranges in file order, a few at a time, for a reading whose memory does not grow
+with the file."""
 
 import os
 import re
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 
-from decodescope.trace.reader import BLOCK_BYTES, EVENTS_START, KINETO_SEP, EventStream, RawTrace, read_trace
+from decodescope.trace.reader import (BLOCK_BYTES, EVENTS_START, KINETO_SEP, EventStream, RawTrace, bad_lines,
+                                      blocks, read_trace)
 
 PARALLEL_BYTES = 64 << 20  # a plain .json this large is read in byte ranges
+# bytes per range handed on by `pieces`: a range's events as Python tuples take ~1/8 of its
+# bytes (a 16 MB range of the eager H200 trace: ~7,000 GPU events and launches)
+PIECE_BYTES = 16 << 20
 
 
 def read(path: str, workers: int = 1) -> RawTrace:
@@ -23,8 +30,56 @@ def read(path: str, workers: int = 1) -> RawTrace:
         return _merge(str(path), list(pool.map(_read_range, ranges)))
 
 
-def _ranges(path: str, workers: int) -> list[tuple]:
-    """(path, start, end, ts digits above the last nine) per worker; [] to read in one pass."""
+def pieces(path: str, workers: int = 1):
+    """The trace as RawTraces in file order, each of one small byte range (or, where the file is
+    not split, of one block), read ahead on `workers` processes: at most workers + 2 ranges
+    are held at once, whatever the file's size."""
+    try:
+        jobs = _ranges(path, workers, PIECE_BYTES)
+    except OSError:
+        jobs = []  # read_pieces says what is wrong with the file
+    if not jobs:
+        yield from read_pieces(path)
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        ahead: deque = deque()
+        for job in jobs:
+            ahead.append(pool.submit(_read_range, job))
+            if len(ahead) > workers + 1:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
+
+
+def read_pieces(path: str):
+    """read_trace's reading handed on block by block, so that no more than a block of events is
+    held: each RawTrace yielded holds one block's events (its `names` is the file's list so far);
+    the last one also the file's facts (rank, device, counts, problems left)."""
+    t = RawTrace(path=str(path))
+    try:
+        st = EventStream(t)
+        for block in blocks(path, t):
+            st.feed(block)
+            yield _drain(t)
+        st.finish(report=False)  # the skipped events are counted, their line written by the caller
+    except OSError as e:
+        t.problems.append(f"could not read {path}: {e.strerror or e}")
+    yield t
+
+
+def _drain(t: RawTrace) -> RawTrace:
+    """The events and problems gathered in `t` so far, moved into a new RawTrace."""
+    piece = RawTrace(path=t.path, origin_us=t.origin_us, names=t.names, gpu_cat=t.gpu_cat, gpu=t.gpu,
+                     launch_ts=t.launch_ts, graph_launches=t.graph_launches, annotations=t.annotations,
+                     shapes=t.shapes, shaped_launches=t.shaped_launches, problems=t.problems)
+    t.gpu, t.launch_ts, t.graph_launches, t.annotations, t.shapes, t.shaped_launches, t.problems = \
+        [], {}, [], [], [], [], []
+    return piece
+
+
+def _ranges(path: str, workers: int, piece: int | None = None) -> list[tuple]:
+    """(path, start, end, ts digits above the last nine) per range, one per worker or one per
+    `piece` bytes; [] to read in one pass."""
     size = os.path.getsize(path)
     if workers < 2 or size < PARALLEL_BYTES:
         return []
@@ -35,8 +90,9 @@ def _ranges(path: str, workers: int) -> list[tuple]:
     if head[:2] == b"\x1f\x8b" or not ts or KINETO_SEP not in head:
         return []
     hi = ts.group(1)[:-9]
-    step = size // workers
-    return [(path, i * step, size if i == workers - 1 else (i + 1) * step, hi) for i in range(workers)]
+    n = -(-size // piece) if piece else workers
+    step = size // n
+    return [(path, i * step, size if i == n - 1 else (i + 1) * step, hi) for i in range(n)]
 
 
 def _read_range(job: tuple) -> RawTrace:
@@ -55,7 +111,7 @@ def _read_range(job: tuple) -> RawTrace:
     if end < size:
         st.flush()
     else:
-        st.finish()
+        st.finish(report=False)
     return t
 
 
@@ -111,4 +167,7 @@ def _merge(path: str, parts: list[RawTrace]) -> RawTrace:
         t.truncated = t.truncated or p.truncated
         t.rank = t.rank if t.rank is not None else p.rank
         t.world_size = t.world_size if t.world_size is not None else p.world_size
+        t.lone_events += p.lone_events
+        t.bad_events += p.bad_events
+    t.problems.extend(bad_lines(t.lone_events, t.bad_events))
     return t

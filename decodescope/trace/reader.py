@@ -86,6 +86,14 @@ class RawTrace:
     bytes_read: int = 0
     truncated: bool = False  # the file ends before its event list does: the step cut there is partial
     problems: list[str] = field(default_factory=list)
+    bad_events: int = 0  # events that are not valid JSON, skipped
+    lone_events: int = 0  # "B" / "E" events with no partner on their thread, skipped
+
+
+def bad_lines(lone: int, bad: int) -> list[str]:
+    """The problem lines for skipped events (one file's counts, summed over its byte ranges)."""
+    return ([f"{lone} \"B\" / \"E\" events have no partner on their thread and were skipped"] if lone else []) + \
+        ([f"{bad} events are not valid JSON and were skipped"] if bad else [])
 
 
 def read_trace(path: str) -> RawTrace:
@@ -94,7 +102,7 @@ def read_trace(path: str) -> RawTrace:
     t = RawTrace(path=str(path))
     try:
         st = EventStream(t)
-        for block in _blocks(path, t):
+        for block in blocks(path, t):
             st.feed(block)
         st.finish()
     except OSError as e:
@@ -102,7 +110,7 @@ def read_trace(path: str) -> RawTrace:
     return t
 
 
-def _blocks(path: str, t: RawTrace):
+def blocks(path: str, t: RawTrace):
     """Decompressed bytes in blocks; a gzip that ends early yields what it had and says so."""
     with open(path, "rb") as f:
         head = f.read(2)
@@ -113,10 +121,10 @@ def _blocks(path: str, t: RawTrace):
                 yield chunk
             return
         d = zlib.decompressobj(wbits=31)
-        while chunk := f.read(1 << 20):  # traces compress ~30x: 1 MB in, ~30 MB out
+        while chunk := f.read(1 << 20):
             while chunk:
-                try:
-                    out = d.decompress(chunk)
+                try:  # at most a block out per call: traces compress ~30x, some runs of them far more
+                    out = d.decompress(chunk, BLOCK_BYTES)
                 except zlib.error as e:
                     t.truncated = True
                     t.problems.append(f"gzip data is corrupt after {t.bytes_read / 1e6:.1f} MB ({e}); "
@@ -124,8 +132,8 @@ def _blocks(path: str, t: RawTrace):
                     return
                 t.bytes_read += len(out)
                 yield out
-                chunk = d.unused_data  # a second gzip member follows
-                if chunk:
+                chunk = d.unconsumed_tail
+                if d.eof and (chunk := d.unused_data):  # a second gzip member follows
                     d = zlib.decompressobj(wbits=31)
         if not d.eof:
             t.truncated = True
@@ -183,17 +191,16 @@ class EventStream:
             self.buf = self.buf[cut:]
 
     def flush(self) -> None:
-        """End of a byte range (not of the file): the events left in the buffer, no tail."""
+        """End of a byte range (not of the file): the events left in the buffer, no tail; skipped
+        events are counted in the RawTrace, for the file's one line."""
         self._events(self.buf)
         self.buf = b""
-        self.report_bad()
+        self.count_bad()
         self.read_meta()
 
-    def report_bad(self) -> None:
-        if lone := sum(map(len, self.open.values())) + self.lone_ends:
-            self.t.problems.append(f"{lone} \"B\" / \"E\" events have no partner on their thread and were skipped")
-        if self.bad_events:
-            self.t.problems.append(f"{self.bad_events} events are not valid JSON and were skipped")
+    def count_bad(self) -> None:
+        self.t.lone_events = sum(map(len, self.open.values())) + self.lone_ends
+        self.t.bad_events = self.bad_events
 
     def _generic_cut(self) -> int:
         last = None
@@ -201,7 +208,8 @@ class EventStream:
             last = m
         return last.start() + 1 if last else -1
 
-    def finish(self) -> None:
+    def finish(self, report: bool = True) -> None:
+        """End of the file; `report`: say what was skipped (a byte range's reader only counts it)."""
         t = self.t
         if not self.in_events:
             t.problems.append("no \"traceEvents\" list found: not a torch-profiler Chrome trace")
@@ -218,7 +226,9 @@ class EventStream:
                     t.truncated = True
                     t.problems.append("the event list is not closed (truncated file?); the events read are reported")
                 self._events(self.buf)
-        self.report_bad()
+        self.count_bad()
+        if report:
+            t.problems.extend(bad_lines(t.lone_events, t.bad_events))
         self.read_meta()
 
     def read_meta(self) -> None:
@@ -265,7 +275,7 @@ class EventStream:
     def _fast_rows(self, rows) -> None:
         t = self.t
         gpu, launch, graphs, name_id = t.gpu.append, t.launch_ts, t.graph_launches.append, self._name_id
-        devices = t.devices.add
+        ids, pids = self.name_ids, set()  # name ids; the GPU events' pids, decoded once per block
         if rows and self.hi is None:
             self._set_origin(rows[0][3])
         h0, k, origin = self.hi, self.cut, t.origin_us
@@ -273,8 +283,9 @@ class EventStream:
             cat = _OLD.get(cat, cat)
             start = float(ts[k:]) if ts[:k] == h0 else float(ts) - origin
             if cat == b"kernel" or cat == b"gpu_memcpy" or cat == b"gpu_memset":
-                gpu((start, start + float(dur), name_id(name, cat), int(corr) if corr else -1))
-                devices(pid.decode())
+                i = ids.get(name)
+                gpu((start, start + float(dur), name_id(name, cat) if i is None else i, int(corr) if corr else -1))
+                pids.add(pid)
             elif cat == b"cuda_runtime" or cat == b"cuda_driver":
                 if corr:
                     launch[int(corr)] = start
@@ -283,6 +294,7 @@ class EventStream:
             else:
                 t.annotations.append((name.decode(errors="replace"), start, start + float(dur),
                                       cat == b"gpu_user_annotation"))
+        t.devices.update(p.decode() for p in pids)
 
     def _set_origin(self, ts: bytes) -> None:
         whole = ts.split(b".")[0]
@@ -346,7 +358,6 @@ class EventStream:
                     self.t.graph_launches.append((start, corr))
         else:
             self.t.annotations.append((str(e.get("name", "")), start, end, cat == "gpu_user_annotation"))
-
 
     def _pair(self, e: dict) -> dict | None:
         """A "B" opens a range on its thread; the "E" that follows closes the innermost one,

@@ -87,7 +87,7 @@ class RankSteps:
 def find_steps(raw: RawTrace) -> RankSteps:
     if not raw.gpu:
         return RankSteps(StepSource.NONE, (), 0.0)
-    source, windows = _annotation_windows(raw)
+    source, windows = annotation_windows(raw.annotations)
     if windows:
         groups = _assign(raw, [(w[1], w[2]) for w in windows])
     elif raw.graph_launches:
@@ -104,9 +104,9 @@ def find_steps(raw: RawTrace) -> RankSteps:
     return _breakdown(raw, source, windows, groups)
 
 
-def _annotation_windows(raw: RawTrace):
+def annotation_windows(annotations: list[tuple]):
     """(source, [(label, start µs, end µs, phase)]) from the first family of step ranges found."""
-    cpu = [a for a in raw.annotations if not a[3]]
+    cpu = [a for a in annotations if not a[3]]
     for source, pattern, phase_of in ((StepSource.SGLANG, _SGLANG, _sglang_phase), (StepSource.VLLM, _VLLM, _vllm_phase),
                                       (StepSource.PROFILER_STEP, _PROFILER_STEP, lambda m: Phase.UNKNOWN)):
         found = [(n, s, e, phase_of(m)) for n, s, e, _ in cpu if (m := pattern.match(n))]
@@ -160,27 +160,51 @@ def _gap_groups(gpu: list[tuple]) -> list[list[tuple]]:
     return groups
 
 
+@dataclass(frozen=True)
+class StepPart:
+    """One step's GPU events reduced to what its row needs (µs), so that a streamed reading can
+    drop the events once their step is complete."""
+
+    window: int  # index of the step's window
+    first_us: float  # its first GPU event's start
+    last_us: float  # its last GPU event's end
+    by_class: dict  # KernelClass -> busy µs, in the order the sweep met them
+    unknown: dict  # name id -> busy µs of kernels no rule matched
+    kernels: int
+
+
+def reduce_group(window: int, evs: list[tuple], classes: list[KernelClass]) -> StepPart:
+    """The step's events (start, end, name id, ...) sorted and swept; `evs` is sorted in place."""
+    first, last = min(ev[0] for ev in evs), max(ev[1] for ev in evs)
+    evs.sort()
+    by_class, unknown = _busy(evs, classes)
+    return StepPart(window, first, last, by_class, unknown, len(evs))
+
+
+def steps_from_parts(source: StepSource, windows, parts: list[StepPart], names: list[str], origin_us: float,
+                     union_us: float) -> RankSteps:
+    """Step rows from the parts in window order; `origin_us`: the rank's first GPU start, `union_us`:
+    the union of all its GPU events (what lies outside every step is the rest)."""
+    firsts = [p.first_us for p in parts]
+    steps, inside = [], 0.0
+    for p in parts:
+        nxt = bisect_right(firsts, p.first_us)
+        end = firsts[nxt] if nxt < len(firsts) else p.last_us
+        busy = sum(p.by_class.values())
+        inside += busy
+        label, phase = windows[p.window][0], windows[p.window][3]
+        steps.append(Step(len(steps), label, phase, (p.first_us - origin_us) / 1e3, (end - p.first_us) / 1e3,
+                          busy / 1e3, (end - p.first_us - busy) / 1e3, max(0.0, end - p.last_us) / 1e3,
+                          {str(k): v / 1e3 for k, v in p.by_class.items()}, p.kernels,
+                          {names[k]: v / 1e3 for k, v in p.unknown.items()}))
+    return RankSteps(source, tuple(steps), max(0.0, union_us - inside) / 1e3)
+
+
 def _breakdown(raw: RawTrace, source: StepSource, windows, groups) -> RankSteps:
     classes = [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]
-    origin = min(ev[0] for ev in raw.gpu)
-    spans = [(min(ev[0] for ev in g), max(ev[1] for ev in g)) if g else None for g in groups]
-    firsts = [s[0] for s in spans if s]
-    steps, inside = [], 0.0
-    for i, (g, span) in enumerate(zip(groups, spans)):
-        if span is None:
-            continue
-        g.sort()
-        by_class, unk = _busy(g, classes)
-        nxt = bisect_right(firsts, span[0])
-        end = firsts[nxt] if nxt < len(firsts) else span[1]
-        busy = sum(by_class.values())
-        inside += busy
-        steps.append(Step(len(steps), windows[i][0], windows[i][3], (span[0] - origin) / 1e3, (end - span[0]) / 1e3,
-                          busy / 1e3, (end - span[0] - busy) / 1e3, max(0.0, end - span[1]) / 1e3,
-                          {str(k): v / 1e3 for k, v in by_class.items()}, len(g),
-                          {raw.names[k]: v / 1e3 for k, v in unk.items()}))
-    total = _union(sorted(raw.gpu))
-    return RankSteps(source, tuple(steps), max(0.0, total - inside) / 1e3)
+    parts = [reduce_group(i, g, classes) for i, g in enumerate(groups) if g]
+    return steps_from_parts(source, windows, parts, raw.names, min(ev[0] for ev in raw.gpu),
+                            union_us(sorted(raw.gpu)))
 
 
 def _busy(evs: list[tuple], classes: list[KernelClass]) -> tuple[dict, dict]:
@@ -200,10 +224,17 @@ def _busy(evs: list[tuple], classes: list[KernelClass]) -> tuple[dict, dict]:
     return by_class, unknown
 
 
-def _union(evs: list[tuple]) -> float:
-    total, cur = 0.0, float("-inf")
-    for start, end, *_ in evs:
-        if end > cur:
+def union_us(evs) -> float:
+    """µs covered by at least one of the events, given sorted by start."""
+    return union_fold(evs)[0]
+
+
+def union_fold(evs, total: float = 0.0, cur: float = float("-inf")) -> tuple[float, float]:
+    """The union of intervals (start, end, ...) given in order of start, continued from `total`
+    µs covered so far with `cur` the end of the last covered stretch; returns both, updated."""
+    for ev in evs:
+        if (end := ev[1]) > cur:
+            start = ev[0]
             total += end - (start if start > cur else cur)
             cur = end
-    return total
+    return total, cur

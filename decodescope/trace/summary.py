@@ -15,11 +15,10 @@ from pathlib import Path
 
 from decodescope.errors import DecodescopeError
 from decodescope.measure.stats import distribution
-from decodescope.trace.bandwidth import GemmShape, gemm_bandwidth
-from decodescope.trace.classify import KernelClass, classify
-from decodescope.trace.ranges import read
-from decodescope.trace.reader import RawTrace
-from decodescope.trace.steps import Phase, Step, find_steps
+from decodescope.trace.bandwidth import GemmShape
+from decodescope.trace.classify import KernelClass
+from decodescope.trace.steps import Phase, Step
+from decodescope.trace.stream import RankRead, read_rank
 
 STRAGGLER_EXCESS = 0.05  # a rank whose median compute time per step is > 5 % above the ranks' median
 SKEW_WARN_S = 10.0  # first GPU events of two ranks this far apart: different clocks or different runs
@@ -112,16 +111,16 @@ def analyse(paths: list[str], step_filter: str = "decode") -> TraceReport:
 
 def _analyse_one(job: tuple[str, str, int]) -> RankResult:
     path, step_filter, workers = job
-    raw = read(path, workers)
-    found = find_steps(raw)
+    r = read_rank(path, workers)
+    raw, found = r.facts, r.steps
     problems = list(raw.problems)
-    if not raw.gpu and not any("not a torch-profiler" in p for p in problems):
+    if not r.gpu_events and not any("not a torch-profiler" in p for p in problems):
         problems.append("no GPU events (kernels, memcpy, memset) in this trace: was it recorded with "
                         "ProfilerActivity.CUDA, on a GPU?")
     if len(raw.devices) > 1:  # one process driving several GPUs (e.g. a model split with device_map="auto")
         problems.append(f"GPU events on {len(raw.devices)} devices (pid {', '.join(sorted(raw.devices))}) in this one "
                         "file: they are read as one GPU, and time when two devices are busy at once counts once")
-    kept = _filter(_whole(raw, found.steps, problems), step_filter, problems)
+    kept = _filter(_whole(r, found.steps, problems), step_filter, problems)
     name = Path(path).name
     tp = _SGLANG_TP.search(name) or _VLLM_TP.search(name)
     by_name = _VLLM_RANK.search(name)
@@ -129,17 +128,16 @@ def _analyse_one(job: tuple[str, str, int]) -> RankResult:
         file=path, rank=raw.rank if raw.rank is not None else int(by_name.group(1)) if by_name else None,
         tp_rank=int(tp.group(1)) if tp else None, device=raw.device_name, step_source=str(found.source),
         steps=kept, steps_found=len(found.steps), outside_ms=found.outside_ms,
-        first_gpu_us=raw.base_us + raw.origin_us + min(ev[0] for ev in raw.gpu) if raw.gpu else None, bytes_read=raw.bytes_read,
-        gemm_bandwidth=gemm_bandwidth(raw, [classify(n, c) for n, c in zip(raw.names, raw.gpu_cat)]),
-        problems=tuple(problems))
+        first_gpu_us=raw.base_us + raw.origin_us + r.first_us if r.first_us is not None else None,
+        bytes_read=raw.bytes_read, gemm_bandwidth=r.gemm, problems=tuple(problems))
 
 
-def _whole(raw: RawTrace, steps: tuple[Step, ...], problems: list[str]) -> tuple[Step, ...]:
+def _whole(r: RankRead, steps: tuple[Step, ...], problems: list[str]) -> tuple[Step, ...]:
     """Without the step a truncated file ends in. Kineto writes the GPU events last, in time
     order, so the last one read lies in the step the end of the file cut short."""
-    if not raw.truncated or not steps:
+    if not r.facts.truncated or not steps:
         return steps
-    last = (raw.gpu[-1][0] - min(ev[0] for ev in raw.gpu)) / 1e3  # ms after the first GPU event, as start_ms
+    last = (r.last_read_us - r.first_us) / 1e3  # ms after the first GPU event, as start_ms
     cut = max((s for s in steps if s.start_ms <= last), key=lambda s: s.start_ms, default=steps[-1])
     problems.append(f"step {cut.index} ({cut.label}) is cut short by the end of the file and is left out")
     return tuple(s for s in steps if s is not cut)
