@@ -92,7 +92,7 @@ class WarmupScan:
         t = tallies[-1]
         if accept_len is not None and kind != "prefill":
             add4(t.accept, accept_len)
-        if gen_tok_s is None:
+        if gen_tok_s is None or kind == "prefill":  # a prefill line's rate is no decode window
             if tag is not None and accept_len is not None:  # a spec line: steady with its window
                 self._count(tag, None, accept_len, None)
             return tag
@@ -106,7 +106,7 @@ class WarmupScan:
         key = None if time_s is None else int(time_s // BUCKET_S)
         b = t.bucket
         if b is None or b[0] != key:
-            b = self._open_bucket(t, key)
+            b = self.open_bucket(t, key)
         into_bucket(b, series, gen_tok_s, tag)
         return tag
 
@@ -145,7 +145,7 @@ class WarmupScan:
             if a > t[10]:
                 t[10] = a
 
-    def _open_bucket(self, t: Tally, key):
+    def open_bucket(self, t: Tally, key):
         if t.bucket is not None:
             self._close_bucket(t)
         b = t.bucket = new_bucket(key)
