@@ -14,7 +14,7 @@ from operator import add, eq, floordiv, itemgetter, lt, mul, not_, sub, truediv
 
 from decodescope.serverstats.logsegment import _BINS_PER_E, CLOCK_SLACK_S
 from decodescope.serverstats.logsummary import BUCKET_S
-from decodescope.serverstats.logtally import BIN0, tag_code
+from decodescope.serverstats.logtally import BIN0, add4, new4, tag_code
 
 _FIRST = itemgetter(0)
 
@@ -105,22 +105,36 @@ def _tally(scan, s, gens, runs, accepts, times, bins, codes):
     t.windows += len(gens)
     t.ranks.add(s)
     _steady(t.steady, bins, gens, list(map(truediv, gens, runs)), accepts)
-    for key, group in groupby(zip(map(int, map(floordiv, times, repeat(BUCKET_S))), gens, bins), _FIRST):
-        _, g, b = zip(*group)
-        bucket = t.bucket
-        if bucket is None or bucket[0] != key:
-            bucket = scan.open_bucket(t, key)
-        per = bucket[1].get(s)
-        if per is None:  # into_bucket: [sum of gen, n], the first gen as it is
-            bucket[1][s] = [reduce(add, g[1:], g[0]), len(g)]
+    keys = map(int, map(floordiv, times, repeat(BUCKET_S)))
+    buckets = [(key, *zip(*group)) for key, group in groupby(zip(keys, gens, bins), _FIRST)]
+    _into_bucket(scan, t, s, *buckets[0])
+    if len(buckets) > 1:
+        if scan.tagger.continues and len(scan.tallies) == 1 and t.head is None:  # open_bucket keeps a head
+            for bucket in buckets[1:]:
+                _into_bucket(scan, t, s, *bucket)
         else:
-            per[0] = reduce(add, g, per[0])
-            per[1] += len(g)
-        top = max(b)
-        if bucket[3] is None or top > bucket[3]:
-            bucket[3] = top
+            scan.close_bucket(t)
+            for _, _, g, b in buckets[1:-1]:  # opened and closed here: close_bucket of one series' bucket
+                add4(t.totals.setdefault((False, max(b), None, 1), new4()), reduce(add, g[1:], g[0]) / len(g))
+            _into_bucket(scan, t, s, *buckets[-1])
     if codes is not None:  # tag_code((i, False, b))
         codes.extend(map(add, bins, repeat((2 * i << 22) + BIN0)))
+
+
+def _into_bucket(scan, t, s, key, _, g: tuple, b: tuple):
+    """logtally.into_bucket of windows of series `s` with clock key `key`, none suspect."""
+    bucket = t.bucket
+    if bucket is None or bucket[0] != key:
+        bucket = scan.open_bucket(t, key)
+    per = bucket[1].get(s)
+    if per is None:  # [sum of gen, n], the first gen as it is
+        bucket[1][s] = [reduce(add, g[1:], g[0]), len(g)]
+    else:
+        per[0] = reduce(add, g, per[0])
+        per[1] += len(g)
+    top = max(b)
+    if bucket[3] is None or top > bucket[3]:
+        bucket[3] = top
 
 
 def _steady(steady: dict, bins, gens, per_req, accepts):

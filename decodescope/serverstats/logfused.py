@@ -160,21 +160,21 @@ class _Pass:
         loop runs once per line of a large log."""
         p_at, minutes, tails, rows = bp.prefill_at, self.minutes, self.tails, self.rows
         write, offset, seconds, dumps = self.codes is not None, self.line_offset, SECONDS, orjson.dumps
+        decode, prefill = _reading(bp.decode, "decode", _FLAG), _reading(bp.prefill, "prefill", "false")
         for tup in bp.rx.findall(text):
             line_no += 1
             if not tup[0]:  # any other line
                 self.line(tup[-1], line_no, batch, "\n")
                 continue
             if tup[3]:
-                kind, shape, got, flag = "decode", bp.decode, tup[4:p_at], _FLAG
+                kind, flag, template, ri, rread, ai, aread, gi, gread = decode
+                got = tup[4:p_at]
             else:
-                kind, shape, got, flag = "prefill", bp.prefill, tup[p_at:-1], "false"
-            i, read = shape.running
-            running = None if i < 0 else read(got[i])
-            i, read = shape.accept
-            accept = None if i < 0 else read(got[i])
-            i, read = shape.gen
-            gen = None if i < 0 else read(got[i])
+                kind, flag, template, ri, rread, ai, aread, gi, gread = prefill
+                got = tup[p_at:-1]
+            running = None if ri < 0 else rread(got[ri])
+            accept = None if ai < 0 else aread(got[ai])
+            gen = None if gi < 0 else gread(got[gi])
             try:
                 checked(running, accept, gen)
             except Rejected:
@@ -187,9 +187,8 @@ class _Pass:
                 time_s += ms
             rows.append((kind, series, running, accept, gen, time_s, line_no))
             if write:
-                batch.append(shape.template % (line_no + offset, dumps(time_s).decode(), rank_j,
-                                               "null" if accept is None else got[shape.accept[0]],
-                                               "null" if gen is None else got[shape.gen[0]], flag, *got))
+                batch.append(template % (line_no + offset, dumps(time_s).decode(), rank_j,
+                                         "null" if ai < 0 else got[ai], "null" if gi < 0 else got[gi], flag, *got))
         return line_no
 
     def slow(self, line: str, line_no: int, batch: list):
@@ -247,6 +246,14 @@ class _Pass:
         reader = self.reader
         return RangeScan(reader.engine, self.skipped - reader.rejected_lines, self.scan,
                          self.rejected + reader.rejected_lines, self.records)
+
+
+def _reading(shape, kind: str, flag: str) -> tuple:
+    """What block() reads a shape's lines with, in one tuple: kind, the record's flag, the
+    template, and (index, int or float) of running, accept, gen (Shape's)."""
+    if shape is None:
+        return kind, flag, "", -1, None, -1, None, -1, None
+    return kind, flag, shape.template, *shape.running, *shape.accept, *shape.gen
 
 
 def _json(kind: str, shape, got: tuple, values: tuple, line_no: int, time_j: str, rank_j: str) -> str:
