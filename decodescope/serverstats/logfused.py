@@ -163,8 +163,12 @@ class _Pass:
         decode, prefill = _reading(bp.decode, "decode", _FLAG), _reading(bp.prefill, "prefill", "false")
         for tup in bp.rx.findall(text):
             line_no += 1
-            if not tup[0]:  # any other line
-                self.line(tup[-1], line_no, batch, "\n")
+            if not tup[0]:  # any other line: without a marker or the banner, one line() skips
+                line = tup[-1]
+                if "batch" in line or _BANNER in line:
+                    self.line(line, line_no, batch, "\n")
+                else:
+                    self.skipped += 1
                 continue
             if tup[3]:
                 kind, flag, template, ri, rread, ai, aread, gi, gread = decode
