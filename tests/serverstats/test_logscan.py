@@ -271,9 +271,14 @@ def test_block_pattern_and_column_tally_give_what_line_by_line_gives(tmp_path, m
     rng = random.Random(seed)
     lines, t = [], 1.78e9
     for _ in range(60):
-        ranks = rng.choice(["TP0", "TP0", "DP1 TP0"])
+        ranks = rng.choice(["TP0", "TP0", "DP1 TP0", "DP0 TP0"])
         lines.append(sgl_prefill(t, rng.choice([0, 1, 3]), ranks))
-        lines += steady(t + 3, rng.randint(1, 60), running=rng.randint(1, 8), ranks=ranks)
+        n = rng.randint(1, 60)
+        if ranks == "DP0 TP0":  # two DP ranks logging in turn, their windows in the same clock buckets
+            pairs = zip(steady(t + 3, n, running=2, ranks=ranks), steady(t + 3.5, n, running=3, ranks="DP1 TP0"))
+            lines += [x for pair in pairs for x in pair]
+        else:
+            lines += steady(t + 3, n, running=rng.randint(1, 8), ranks=ranks)
         lines += ["INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK"] * rng.randint(0, 3)
         t += rng.choice([200, 200, 200, -500])
     for i in rng.sample(range(len(lines)), len(lines) // 10):
