@@ -7,129 +7,34 @@ its tag is kept, packed into one integer, in a file next to the records; copy_re
 writes the flags in when the scans are joined. Nothing else writes a byte 0 (JSON escapes
 it inside strings), and nothing is held in memory but the current block of lines.
 
-SGLang's statistics lines take a quick path. The keys of a line, and the type of each
-value, make its shape; a shape's pattern matches a line only where pairs() would split
-it into exactly those pieces, and only values whose text is already the JSON orjson
-writes for what logvalues.value reads from it (an integer, a short decimal less its
-trailing zeros, True / False). So one match per line gives the values, the three the
-summary needs are read from their text, and the record's JSON is the shape's template
-filled with the matched texts. Any other line (a new key, a text value, a number out of
-range, another engine) takes the path of serverlog.write_records and logscan.scan_log:
+SGLang's statistics lines take a quick path (logshapes.py): a line of a known shape is
+read by its shape's pattern and its record is the shape's JSON template filled with the
+matched texts. Once the log is known to be SGLang's, one pattern reads a whole block
+(logshapes.block_pattern: the regex engine, not a Python loop, splits the block's lines
+and their values), and the quick lines' facts are tallied per run of lines
+(logcolumns.add_run). Any other line (a new key, a text value, a number out of range,
+another engine) takes the path of serverlog.write_records and logscan.scan_log:
 LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte."""
 
 import array
-import re
+import gc
 from itertools import chain
 from typing import NamedTuple
 
 import orjson
 
-from decodescope.serverstats import logformats, logio
-from decodescope.serverstats.logsegment import PENDING
+from decodescope.serverstats import logformats, logio, logshapes
+from decodescope.serverstats.logcolumns import add_run
+from decodescope.serverstats.logshapes import NOT_THIS_FORM, SECONDS, block_pattern, shape_of
 from decodescope.serverstats.logsummary import WarmupScan
-from decodescope.serverstats.logtally import is_warm, resolve
-from decodescope.serverstats.logvalues import BoundedCache, Rejected, checked, local_epoch
+from decodescope.serverstats.logtally import code_tag, is_warm, resolve, tag_code
+from decodescope.serverstats.logvalues import BoundedCache, Rejected, checked
 from decodescope.serverstats.serverlog import LogReader, record_json
 
 _BANNER = logformats.STARTUP_MARKERS["sglang"][0]
 _NUMBER = (int, float)
-_FACTS = ("#running-req", "accept len", "gen throughput (token/s)")  # the values the summary reads
 _SGLANG = (None, "sglang")  # engines whose lines may take the quick path
 _FLAG = "\x00"  # where a warm-up flag goes, until the scans are joined
-_MAX_SHAPES = 64  # SGLang line shapes learnt per kind (a log has a handful)
-_BIN0 = 1 << 21  # round-time bins are within +-745000 (logsegment: round times 1e-300..1e300 s)
-
-
-class _Shape(NamedTuple):
-    rx: re.Pattern  # the pieces "key: value" after the marker, each value of its piece's type
-    # (index among the groups, int or float: what reads it as logvalues.value does), index -1 when none
-    running: tuple  # of the "#running-req" value
-    accept: tuple  # of "accept len" (decode lines)
-    gen: tuple  # of "gen throughput (token/s)"
-    template: str  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
-
-
-# The values a quick line may hold, each matched in the form orjson writes for what
-# logvalues.value reads from it, so that the matched text is the value's JSON: an integer
-# without leading zeros of up to 18 digits (in 64 bits, and under Python's limit on digits
-# read); a decimal of up to 16 characters (15 digits: it reads back to the same digits) and
-# at least 0.0001, its trailing zeros left out of the match ("0.60" -> 0.6, "5.00" -> 5.0);
-# True and False, matched literally (the shape holds which).
-_INT = r"(0|[1-9][0-9]{0,17})"
-_FLOAT = r"(?=[0-9.]{3,16}(?:,|\r?$))(?!0\.0000)((?:0|[1-9][0-9]*)\.(?:[0-9]*[1-9]|0))0*"
-_BOOLS = {"True": "true", "False": "false"}
-
-
-def _type(text: str) -> str | None:
-    """The quick type of a value's text: _INT, _FLOAT, "True", "False", or None (any other)."""
-    if text in _BOOLS:
-        return text
-    for rx in (_INT, _FLOAT):
-        if re.fullmatch(rx, text.removesuffix("\r")):
-            return rx
-    return None
-
-
-def _shape(kind: str, keys: tuple, types: tuple) -> _Shape:
-    """The shape of lines with these keys and value types; a line its pattern matches splits
-    into exactly these pieces, as pairs splits it, and each value reads as pairs reads it."""
-    groups = [k for k, t in zip(keys, types) if t not in _BOOLS]
-    head = orjson.dumps({"kind": kind, "engine": "sglang"}).decode()[:-1]
-    slots = ',"line_no":%d,"time_s":%s,"rank":%s,"accept_len":%s,"gen_tok_s":%s,"warmup":%s,"process":null,"fields":{'
-    fields = ",".join(orjson.dumps(k).decode().replace("%", "%%") + ":" + _BOOLS.get(t, "%s") for k, t in zip(keys, types))
-
-    def at(key):
-        if key not in groups or (key == "accept len" and kind != "decode"):
-            return -1, None
-        return groups.index(key), int if types[keys.index(key)] == _INT else float
-
-    return _Shape(
-        re.compile(", ".join(re.escape(k) + ": " + (re.escape(t) if t in _BOOLS else t) for k, t in zip(keys, types))
-                   + r"\r?"),
-        at("#running-req"), at("accept len"), at("gen throughput (token/s)"), head.replace("%", "%%") + slots + fields + "}}",
-    )
-
-
-# "[2026-05-12 00:05:35" and " TP0] ", ".123 DP1 TP4] ": logformats' SGLang prefix in its usual place
-_MINUTE = re.compile(r"\[([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}):")
-_TAIL = re.compile(r"(?:\.([0-9]{3}))?((?: [A-Z_]+\d+)*)\] ")
-_SECONDS = {f"{i:02d}": i for i in range(100)}
-_NOT = object()
-
-
-def _minute(text: str):
-    """local_epoch's sum up to the minute of '[YYYY-mm-dd HH:MM:'; None: not a date; _NOT: not this form."""
-    m = _MINUTE.fullmatch(text)
-    return _NOT if m is None else local_epoch(m[1] + ":00")
-
-
-def _tail(text: str):
-    """(ms / 1000 or 0, series, rank's JSON) of what follows the seconds, or None (not this form)."""
-    m = _TAIL.fullmatch(text)
-    if m is None:
-        return None
-    rank = m[2].strip() or None
-    return int(m[1]) / 1000 if m[1] else 0, ("sglang", rank), orjson.dumps(rank).decode()
-
-
-def _stamp(prefix: str) -> tuple:
-    time_s, rank = logformats.sglang_stamp(prefix, len(prefix))
-    return time_s, ("sglang", rank), orjson.dumps(time_s).decode(), orjson.dumps(rank).decode()
-
-
-def tag_code(tag) -> int:
-    """A warm-up tag as one integer: (segment, suspect, bin) >= 0, (PENDING, i) < 0."""
-    if tag[0] == PENDING:
-        return -2 - tag[1]
-    i, suspect, b = tag
-    return ((2 * i + bool(suspect)) << 22) | (0 if b is None else b + _BIN0)
-
-
-def code_tag(code: int):
-    if code < 0:
-        return PENDING, -2 - code
-    low = code & ((1 << 22) - 1)
-    return code >> 23, bool(code >> 22 & 1), None if low == 0 else low - _BIN0
 
 
 class RangeScan(NamedTuple):
@@ -144,45 +49,27 @@ class RangeScan(NamedTuple):
 
 class _Pass:
     """The state of one range's pass: the scan, the reader for lines off the quick path,
-    and where the records go."""
+    the quick lines not yet tallied (rows), and where the records go."""
 
     def __init__(self, engine, year, continues, out, tags, line_offset):
         self.scan = WarmupScan(continues)
         self.reader = LogReader((), engine, year)
         self.out, self.tags, self.line_offset = out, tags, line_offset
-        self.codes = array.array("q")
+        self.codes = array.array("q") if out is not None else None
         self.skipped = self.rejected = self.records = 0
-        self.shapes = {"decode": {}, "prefill": {}}  # keys -> shape
+        self.rows = []  # (kind, series, running, accept, gen, time_s, line_no) of quick lines, for add_run
+        self.shapes = {"decode": {}, "prefill": {}}  # (keys, types) -> shape
         self.last = {"decode": None, "prefill": None}  # the shape that matched last
-        self.stamps = BoundedCache(_stamp, 1000)  # prefixes of other forms
-        self.minutes = BoundedCache(_minute, 1000)
-        self.tails = BoundedCache(_tail, 1000)
-
-    def learn(self, kind: str, text: str) -> _Shape | None:
-        """The shape of this line, and the shape its kind's lines try first from now on; None
-        when a piece has no ': ' or a key repeats (pairs drops the one, keeps the last of the
-        other: the slow path's business), or a value is of no quick type."""
-        pieces = [p.partition(": ") for p in text.split(", ")]
-        keys = tuple(k for k, _, _ in pieces)
-        if any(not sep for _, sep, _ in pieces) or len(set(keys)) < len(keys):
-            return None
-        types = tuple(_type(v) for _, _, v in pieces)
-        if (None in types or any(types[keys.index(k)] in _BOOLS for k in _FACTS if k in keys)
-                or (kind == "decode" and _FACTS[2] not in keys)):  # a decode line without a rate is no record
-            return None
-        shapes = self.shapes[kind]
-        shape = shapes.get((keys, types))
-        if shape is None and len(shapes) < _MAX_SHAPES:
-            shape = shapes[keys, types] = _shape(kind, keys, types)
-        if shape is not None:
-            self.last[kind] = shape
-        return shape
+        self.blocks = {}  # (decode shape, prefill shape) -> BlockPattern
+        self.stamps = BoundedCache(logshapes.stamp, 1000)  # prefixes of other forms
+        self.minutes = BoundedCache(logshapes.minute, 1000)
+        self.tails = BoundedCache(logshapes.tail, 1000)
 
     def stamp(self, line: str, at: int) -> tuple:
         """(time_s, series, time_s's JSON, rank's JSON) of an SGLang line whose message starts at `at`."""
         base = self.minutes[line[:18]]
-        sec = _SECONDS.get(line[18:20])
-        tail = self.tails[line[20:at]] if sec is not None and base is not _NOT else None
+        sec = SECONDS.get(line[18:20])
+        tail = self.tails[line[20:at]] if sec is not None and base is not NOT_THIS_FORM else None
         if tail is None:
             return self.stamps[line[:at]]
         ms, series, rank_j = tail  # local_epoch's sum, as parse_sglang reads the stamp
@@ -208,9 +95,105 @@ class _Pass:
         shape = self.last[kind]
         m = None if shape is None else shape.rx.fullmatch(line, body)
         if m is None:
-            shape = self.learn(kind, line[body:])
+            shape = shape_of(kind, line[body:], self.shapes[kind])
+            if shape is not None:  # the shape its kind's lines try first from now on
+                self.last[kind] = shape
             m = None if shape is None else shape.rx.fullmatch(line, body)
         return None if m is None else (kind, at, shape, m)
+
+    def block_pattern(self):
+        """The pattern for a whole block, or None while no shape is known."""
+        key = (self.last["decode"], self.last["prefill"])
+        if key == (None, None):
+            return None
+        bp = self.blocks.get(key)
+        if bp is None:
+            if len(self.blocks) >= logshapes.MAX_SHAPES:
+                self.blocks.clear()
+            bp = self.blocks[key] = block_pattern(*key)
+        return bp
+
+    def tally(self):
+        """The quick lines read so far, into the scan (before any line that goes there directly)."""
+        if self.rows:
+            add_run(self.scan, self.rows, self.codes)
+            self.rows.clear()  # in place: block() holds the list
+
+    def line(self, line: str, line_no: int, batch: list, nl: str):
+        """One line read on its own: the quick path, the slow path, or skipped as scan_log skips it."""
+        engine = self.reader.engine
+        found = self.match(line) if engine in _SGLANG else None
+        if found is not None:
+            kind, at, shape, m = found
+            got = m.groups()
+            values = self.values(shape, got)
+            if values is not None:
+                time_s, series, time_j, rank_j = self.stamp(line, at)
+                self.rows.append((kind, series, *values, time_s, line_no))
+                if self.codes is not None:
+                    batch.append(_json(kind, shape, got, values, line_no + self.line_offset, time_j, rank_j))
+        elif engine is None or engine != "sglang" or _BANNER in line or "Decode batch" in line or "Prefill batch" in line:
+            self.tally()
+            self.slow(line + nl, line_no, batch)
+        else:
+            self.skipped += 1
+
+    def values(self, shape, got: tuple):
+        """(running, accept, gen) of a quick line as the summary reads them; None: rejected."""
+        i, read = shape.running
+        running = None if i < 0 else read(got[i])
+        i, read = shape.accept
+        accept = None if i < 0 else read(got[i])
+        i, read = shape.gen
+        gen = None if i < 0 else read(got[i])
+        try:
+            checked(running, accept, gen)
+        except Rejected:
+            self.rejected += 1
+            return None
+        self.reader.engine = "sglang"
+        return running, accept, gen
+
+    def block(self, bp, text: str, line_no: int, batch: list) -> int:
+        """Every line of `text` (lines that each ended in a line feed) read by one pattern
+        (an SGLang log); returns the last line's number. line()'s work, written out: this
+        loop runs once per line of a large log."""
+        p_at, minutes, tails, rows = bp.prefill_at, self.minutes, self.tails, self.rows
+        write, offset, seconds, dumps = self.codes is not None, self.line_offset, SECONDS, orjson.dumps
+        decode, prefill = _reading(bp.decode, "decode", _FLAG), _reading(bp.prefill, "prefill", "false")
+        for tup in bp.rx.findall(text):
+            line_no += 1
+            if not tup[0]:  # any other line: without a marker or the banner, one line() skips
+                line = tup[-1]
+                if "batch" in line or _BANNER in line:
+                    self.line(line, line_no, batch, "\n")
+                else:
+                    self.skipped += 1
+                continue
+            if tup[3]:
+                kind, flag, template, ri, rread, ai, aread, gi, gread = decode
+                got = tup[4:p_at]
+            else:
+                kind, flag, template, ri, rread, ai, aread, gi, gread = prefill
+                got = tup[p_at:-1]
+            running = None if ri < 0 else rread(got[ri])
+            accept = None if ai < 0 else aread(got[ai])
+            gen = None if gi < 0 else gread(got[gi])
+            try:
+                checked(running, accept, gen)
+            except Rejected:
+                self.rejected += 1
+                continue
+            base = minutes[tup[0]]  # as stamp() reads it: local_epoch's sum
+            ms, series, rank_j = tails[tup[2]]
+            time_s = None if base is None else base + seconds[tup[1]]
+            if ms and time_s is not None:
+                time_s += ms
+            rows.append((kind, series, running, accept, gen, time_s, line_no))
+            if write:
+                batch.append(template % (line_no + offset, dumps(time_s).decode(), rank_j,
+                                         "null" if ai < 0 else got[ai], "null" if gi < 0 else got[gi], flag, *got))
+        return line_no
 
     def slow(self, line: str, line_no: int, batch: list):
         """One line the way scan_log counts it and write_records writes it."""
@@ -269,54 +252,55 @@ class _Pass:
                          self.rejected + reader.rejected_lines, self.records)
 
 
+def _reading(shape, kind: str, flag: str) -> tuple:
+    """What block() reads a shape's lines with, in one tuple: kind, the record's flag, the
+    template, and (index, int or float) of running, accept, gen (Shape's)."""
+    if shape is None:
+        return kind, flag, "", -1, None, -1, None, -1, None
+    return kind, flag, shape.template, *shape.running, *shape.accept, *shape.gen
+
+
+def _json(kind: str, shape, got: tuple, values: tuple, line_no: int, time_j: str, rank_j: str) -> str:
+    """A quick line's record: its shape's template filled with the matched texts. A decode
+    line's record is a window (its flag is written in later), a prefill line's never is."""
+    _, accept, gen = values
+    return shape.template % (line_no, time_j, rank_j, "null" if accept is None else got[shape.accept[0]],
+                             "null" if gen is None else got[shape.gen[0]], "false" if kind == "prefill" else _FLAG, *got)
+
+
 def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=None, line_offset: int = 0) -> RangeScan:
     """logscan.scan_log of `budget` bytes of the binary file `f` from its position, and
     (with `out`, `tags`: binary files) the JSON of their records, comma-separated, as
     serverlog.write_records writes them, flags left to copy_records."""
     ps = _Pass(engine, year, continues, out, tags, line_offset)
-    write = out is not None
-    match, stamp, scan_add, codes, code_of = ps.match, ps.stamp, ps.scan.add_facts, ps.codes, BoundedCache(tag_code, 4000)
-    reader, line_no = ps.reader, 0
-    for lines, ended in logio.line_blocks(f, budget):
-        batch = []
-        nl = "\n" if ended else ""
-        for line in lines:
-            line_no += 1
-            if reader.engine not in _SGLANG:
-                ps.slow(line + nl, line_no, batch)
-                continue
-            found = match(line)
-            if found is None:  # any line but a quick one: the slow path, or skipped as scan_log skips it
-                if reader.engine is None or _BANNER in line or "Decode batch" in line or "Prefill batch" in line:
-                    ps.slow(line + nl, line_no, batch)
-                else:
-                    ps.skipped += 1
-                continue
-            kind, at, shape, m = found
-            got = m.groups()
-            i, read = shape.gen
-            gen = None if i < 0 else read(got[i])
-            i, read = shape.running
-            running = None if i < 0 else read(got[i])
-            i, read = shape.accept
-            accept = None if i < 0 else read(got[i])
-            try:
-                checked(running, accept, gen)
-            except Rejected:
-                ps.rejected += 1
-                continue
-            reader.engine = "sglang"
-            time_s, series, time_j, rank_j = stamp(line, at)
-            tag = scan_add(kind, series, running, accept, gen, time_s, None, line_no)
-            if write and tag is not None:
-                codes.append(code_of[tag])
-            if write:
-                batch.append(shape.template % (
-                    line_no + line_offset, time_j, rank_j, "null" if accept is None else got[shape.accept[0]],
-                    "null" if gen is None else got[shape.gen[0]], "false" if tag is None else _FLAG, *got))
-        if write:
-            ps.flush(batch)
+    enabled = gc.isenabled()
+    # the pass makes a few tuples per line and no reference cycles: without the cycle
+    # collector, which runs every 700 new tuples, it executes 2-3 % fewer instructions
+    gc.disable()
+    try:
+        line_no = _scan(ps, f, budget)
+    finally:
+        if enabled:
+            gc.enable()
     return ps.result(line_no)
+
+
+def _scan(ps: _Pass, f, budget: int) -> int:
+    line_no = 0
+    for text, ended in logio.line_blocks(f, budget):
+        batch = []
+        bp = ps.block_pattern() if ended and ps.reader.engine == "sglang" else None
+        if bp is not None:
+            line_no = ps.block(bp, text, line_no, batch)
+        else:
+            nl = "\n" if ended else ""
+            for line in text.split("\n"):
+                line_no += 1
+                ps.line(line, line_no, batch, nl)
+        ps.tally()
+        if ps.out is not None:
+            ps.flush(batch)
+    return line_no
 
 
 def copy_records(out, records, tags, join, deferred: list, limits: list) -> None:

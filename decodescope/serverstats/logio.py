@@ -118,12 +118,12 @@ BLOCK = 1 << 18
 
 
 def line_blocks(f, budget: int, size: int = BLOCK):
-    """capped_bytes in blocks, for a loop that costs less per line: (lines, ended) pairs,
-    the lines decoded and without their line feed; `ended` False: the last line had none
-    (the end of the file, or a line cut at MAX_LINE). One decode per block gives the same
-    text as one per line: a block ends at a line feed, and a line feed is never part of a
-    multi-byte character. A block with a line of MAX_LINE bytes or more hands the rest of
-    the range to capped_bytes, line by line."""
+    """capped_bytes in blocks, for a loop that costs less per line: (text, ended) pairs,
+    text.split("\n") the lines, decoded and without their line feed; `ended` False: the
+    last line had none (the end of the file, or a line cut at MAX_LINE). One decode per
+    block gives the same text as one per line: a block ends at a line feed, and a line
+    feed is never part of a multi-byte character. A block with a line of MAX_LINE bytes or
+    more hands the rest of the range to capped_bytes, line by line."""
     while budget > 0:
         start = f.tell()
         data = f.read(min(size, budget))
@@ -139,19 +139,18 @@ def line_blocks(f, budget: int, size: int = BLOCK):
             f.seek(start + end)
             data = data[:end]
         text = data.decode("utf-8", "replace")
-        lines = text.split("\n")
-        if len(text) >= MAX_LINE // 4 and max(map(len, lines)) >= MAX_LINE // 4 and _too_long(data):
+        if len(text) >= MAX_LINE // 4 and max(map(len, text.split("\n"))) >= MAX_LINE // 4 and _too_long(data):
             f.seek(start)
             yield from _line_by_line(f, budget)
             return
         budget -= end
-        if lines[-1]:
-            last = lines.pop()
-            yield lines, True
-            yield [last], False
+        if text[-1] == "\n":
+            yield text[:-1], True
         else:
-            lines.pop()
-            yield lines, True
+            cut = text.rfind("\n")
+            if cut >= 0:
+                yield text[:cut], True
+            yield text[cut + 1 :], False
 
 
 def _too_long(data: bytes) -> bool:
@@ -161,6 +160,6 @@ def _too_long(data: bytes) -> bool:
 def _line_by_line(f, budget: int):
     for line in capped_bytes(f, budget):
         if line.endswith("\n"):
-            yield [line[:-1]], True
+            yield line[:-1], True
         else:
-            yield [line], False
+            yield line, False

@@ -87,12 +87,12 @@ class WarmupScan:
                                     line_no, speculative)
         tallies = self.tallies
         while len(tallies) < len(self.tagger.segments):
-            self._close_bucket(tallies[-1])
+            self.close_bucket(tallies[-1])
             tallies.append(Tally())
         t = tallies[-1]
         if accept_len is not None and kind != "prefill":
             add4(t.accept, accept_len)
-        if gen_tok_s is None:
+        if gen_tok_s is None or kind == "prefill":  # a prefill line's rate is no decode window
             if tag is not None and accept_len is not None:  # a spec line: steady with its window
                 self._count(tag, None, accept_len, None)
             return tag
@@ -106,7 +106,7 @@ class WarmupScan:
         key = None if time_s is None else int(time_s // BUCKET_S)
         b = t.bucket
         if b is None or b[0] != key:
-            b = self._open_bucket(t, key)
+            b = self.open_bucket(t, key)
         into_bucket(b, series, gen_tok_s, tag)
         return tag
 
@@ -145,15 +145,15 @@ class WarmupScan:
             if a > t[10]:
                 t[10] = a
 
-    def _open_bucket(self, t: Tally, key):
+    def open_bucket(self, t: Tally, key):
         if t.bucket is not None:
-            self._close_bucket(t)
+            self.close_bucket(t)
         b = t.bucket = new_bucket(key)
         if self.tagger.continues and len(self.tallies) == 1 and t.head is None:
             t.head = b
         return b
 
-    def _close_bucket(self, t: Tally):
+    def close_bucket(self, t: Tally):
         b, t.bucket = t.bucket, None
         if b is None or b is t.head:
             return
@@ -205,7 +205,7 @@ class WarmupScan:
             into = self.tallies[-1]
             into.join(head)
         else:
-            self._close_bucket(self.tallies[-1])
+            self.close_bucket(self.tallies[-1])
             into = head
             self.tallies.append(head)
         self._join_head(into, head, merge, real)
@@ -213,7 +213,7 @@ class WarmupScan:
             self._tally_bucket(into, resolved(b, real))
         head.pending = []
         if len(later.tallies) > 1:  # later segments follow: the joined one has ended
-            self._close_bucket(into)
+            self.close_bucket(into)
         self.tallies += later.tallies[1:]
         for tag, running, accept_len, gen_tok_s in later._pending:
             tag = real(tag)

@@ -90,6 +90,24 @@ def resolve(tag, join: Join, deferred: list):
     return (join.i0, not join.merged or series not in join.seen or series in join.fresh, b)
 
 
+BIN0 = 1 << 21  # round-time bins are within +-745000 (logsegment: round times 1e-300..1e300 s)
+
+
+def tag_code(tag) -> int:
+    """A warm-up tag as one integer: (segment, suspect, bin) >= 0, (PENDING, i) < 0."""
+    if tag[0] == PENDING:
+        return -2 - tag[1]
+    i, suspect, b = tag
+    return ((2 * i + bool(suspect)) << 22) | (0 if b is None else b + BIN0)
+
+
+def code_tag(code: int):
+    if code < 0:
+        return PENDING, -2 - code
+    low = code & ((1 << 22) - 1)
+    return code >> 23, bool(code >> 22 & 1), None if low == 0 else low - BIN0
+
+
 def is_warm(tag, limits) -> bool:
     """The warm-up rule for a window's tag, given its segment's limits (WarmupScan.limits)."""
     if tag is None:

@@ -220,7 +220,8 @@ def test_line_blocks_read_the_lines_capped_bytes_reads(tmp_path, size):
             b.seek(start)
             want = list(logio.capped_bytes(a, len(data) - start))
             got = [line + ("\n" if ended or i < len(lines) - 1 else "")
-                   for lines, ended in logio.line_blocks(b, len(data) - start, size) for i, line in enumerate(lines)]
+                   for text, ended in logio.line_blocks(b, len(data) - start, size)
+                   for lines in [text.split("\n")] for i, line in enumerate(lines)]
         assert got == want
 
 
@@ -239,3 +240,63 @@ def test_a_stretch_that_starts_a_new_segment_tags_its_first_window_as_a_first_wi
         head = scan_log(lines[:cut])
         head.scan.extend(scan_log(lines[cut:], "sglang", continues=True).scan)
         assert same(head.scan.summary("sglang", 0), whole.summary), f"cut at line {cut}"
+
+
+def _fused(path, monkeypatch, quick: bool, continues: bool):
+    """scan_range of the whole file in 4 KiB blocks: (records, tags, summary), with the block
+    pattern and the column tally (quick) or line by line and add_facts per line."""
+    import os
+
+    from decodescope.serverstats import logcolumns, logfused, logio
+
+    blocks = logio.line_blocks
+    with monkeypatch.context() as m:
+        m.setattr(logio, "line_blocks", lambda f, budget: blocks(f, budget, 4096))
+        if not quick:
+            m.setattr(logfused._Pass, "block_pattern", lambda self: None)
+            m.setattr(logcolumns, "_steady_run", lambda scan, rows, codes: False)
+        out, tags = io.BytesIO(), io.BytesIO()
+        with open(path, "rb") as f:
+            r = logfused.scan_range(f, os.path.getsize(path), "sglang" if continues else None, None, continues,
+                                    out, tags)
+    return out.getvalue(), tags.getvalue(), r.scan.summary(r.engine, r.skipped_lines, r.rejected_lines).to_dict()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_block_pattern_and_column_tally_give_what_line_by_line_gives(tmp_path, monkeypatch, seed):
+    # an independent path: each line matched on its own, each window tallied by add_facts
+    # (the one-pass scan's own code); the block pattern and the column tally must give the same
+    # bytes and the same sums, exactly. Long steady runs of one series (the column tally's case)
+    # between DP ranks, idle prefills, clock jumps, ms stamps, CR LF and mutated lines
+    rng = random.Random(seed)
+    lines, t = [], 1.78e9
+    for _ in range(60):
+        ranks = rng.choice(["TP0", "TP0", "DP1 TP0", "DP0 TP0"])
+        lines.append(sgl_prefill(t, rng.choice([0, 1, 3]), ranks))
+        n = rng.randint(1, 60)
+        if ranks == "DP0 TP0":  # two DP ranks logging in turn, their windows in the same clock buckets
+            pairs = zip(steady(t + 3, n, running=2, ranks=ranks), steady(t + 3.5, n, running=3, ranks="DP1 TP0"))
+            lines += [x for pair in pairs for x in pair]
+        else:
+            lines += steady(t + 3, n, running=rng.randint(1, 8), ranks=ranks)
+        lines += ["INFO:     127.0.0.1:5000 - \"POST /generate HTTP/1.1\" 200 OK"] * rng.randint(0, 3)
+        t += rng.choice([200, 200, 200, -500])
+    for i in rng.sample(range(len(lines)), len(lines) // 10):
+        lines[i] = rng.choice([mutate(rng, lines[i]), lines[i].replace(":00 ", ":00.250 ", 1), lines[i] + "\r"])
+    f = tmp_path / "sglang.log"
+    f.write_text("".join(x.replace("\n", "") + "\n" for x in lines))
+    for continues in (False, True):
+        quick = _fused(f, monkeypatch, True, continues)
+        assert quick == _fused(f, monkeypatch, False, continues)
+        assert quick[2]["windows"] > 1000
+
+
+def test_a_prefill_line_with_a_generation_rate_is_no_window(tmp_path):
+    # a prefill line that also prints "gen throughput" (a custom or future format) is a prefill
+    # record, not a decode window: 1 window (the decode line: 2.0 tok/s), and no crash
+    lines = ["[2026-05-12 00:00:00 TP0] Prefill batch, #new-seq: 1, #running-req: 3, gen throughput (token/s): 5.0\n",
+             "[2026-05-12 00:00:02 TP0] Decode batch, #running-req: 1, gen throughput (token/s): 2.0\n"]
+    f = tmp_path / "prefill_rate.log"
+    f.write_text("".join(lines))
+    for summary in (parse_log(lines).summary, scan_log(lines).summary(), scan_file(str(f)).summary()):
+        assert (summary.records, summary.windows, summary.gen_tok_s.mean) == ({"prefill": 1, "decode": 1}, 1, 2.0)
