@@ -247,3 +247,15 @@ def test_a_modelopt_quant_config_passed_as_the_model_config_says_so():
     from decodescope.errors import DecodescopeError
     with pytest.raises(DecodescopeError, match="hf_quant_config.json, not the model's config.json"):
         load_arch(str(CONFIGS / "nvidia__DeepSeek-V3.1-NVFP4_hf_quant_config.json"))
+
+
+@pytest.mark.parametrize("value", [["float32"], {"dtype": "float32"}, 4])
+def test_a_state_dtype_that_is_not_a_name_is_one_clear_error(tmp_path, value):
+    # found by the config fuzz test: a list made `value in dict` raise TypeError (unhashable)
+    from decodescope.errors import DecodescopeError
+    data = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json").read_text())
+    data["mamba_ssm_cache_dtype"] = data["mamba_ssm_dtype"] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DecodescopeError, match="mamba_ssm_dtype"):
+        load_arch(str(path))

@@ -175,7 +175,7 @@ def build_deepseek(f: Fields):
 
 def state_dtype(f: Fields) -> str:
     ssm = f.get("mamba_ssm_dtype", "mamba_ssm_cache_dtype", default="float32")
-    if ssm not in STATE_DTYPE_BYTES:
+    if not isinstance(ssm, str) or ssm not in STATE_DTYPE_BYTES:  # a list or dict is unhashable
         raise DecodescopeError(f"{f.source}: mamba_ssm_dtype {ssm!r} unknown",
                                f"use one of {', '.join(STATE_DTYPE_BYTES)}")
     return ssm
