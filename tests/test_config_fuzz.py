@@ -5,7 +5,7 @@ import json
 import math
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from decodescope.arch.config import RawConfig
@@ -38,6 +38,33 @@ def _check_numbers(obj, key=""):
 @given(base=st.sampled_from(CONFIGS), edits=st.dictionaries(st.sampled_from(FIELDS), VALUES, min_size=1, max_size=3))
 def test_any_field_value_gives_an_answer_or_one_clear_error(base, edits):
     data = {**base, **edits}
+    try:
+        arch = build_arch(RawConfig(data, "fuzz", "fuzz"))
+        p = predict(arch, make_deployment(arch, "h100", batch=4, context=4096))
+    except DecodescopeError as e:
+        assert str(e)
+        return
+    _check_numbers(p.to_dict())
+
+
+# the keys the quantization readers look at (model/quant_config.py), each given any value
+QUANT_KEYS = ["quant_method", "quant_algo", "bits", "group_size", "zero_point", "sym", "config_groups", "ignore",
+              "exclude_modules", "modules_to_not_convert", "quantized_layers", "quant_type", "weight_block_size",
+              "load_in_4bit", "load_in_8bit", "bnb_4bit_quant_type", "global_quant_config", "kv_cache_scheme"]
+METHODS = st.sampled_from(["modelopt", "compressed-tensors", "gptq", "awq", "bitsandbytes", "fp8", "mxfp4",
+                           "quark", "torchao", "fbgemm_fp8", "mxfp8"])
+
+
+@settings(max_examples=200, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
+@given(base=st.sampled_from(CONFIGS), method=METHODS,
+       edits=st.dictionaries(st.sampled_from(QUANT_KEYS), VALUES | st.lists(VALUES, max_size=3), max_size=4))
+@example(base=CONFIGS[0], method="modelopt", edits={"quant_algo": ["FP8"]})
+@example(base=CONFIGS[0], method="torchao", edits={"quant_type": {"default": {"_type": ["x"]}}})
+@example(base=CONFIGS[0], method="modelopt", edits={"quant_algo": "MIXED_PRECISION",
+                                                    "quantized_layers": {"a": {"quant_algo": ["FP8"]}}})
+def test_any_quantization_config_gives_an_answer_or_one_clear_error(base, method, edits):
+    # found so: a modelopt quant_algo or a torchao _type that is a list raised TypeError (unhashable)
+    data = {**base, "quantization_config": {"quant_method": method, **edits}}
     try:
         arch = build_arch(RawConfig(data, "fuzz", "fuzz"))
         p = predict(arch, make_deployment(arch, "h100", batch=4, context=4096))

@@ -220,7 +220,7 @@ def _modelopt(q: dict, arch: Arch) -> WeightFormat:
     ignore = _patterns(q, "ignore", arch) + _patterns(q, "exclude_modules", arch)
     # MTP layers: "mtp*" (Qwen) or the layer after the last decoder layer (DeepSeek's layer 61)
     mtp_out = any(p.startswith(("mtp", f"model.layers.{len(arch.layers)}")) for p in ignore)
-    if algo in _ALGO:
+    if isinstance(algo, str) and algo in _ALGO:
         f = _ALGO[algo]
         return WeightFormat(f"{f.kernel} (config)", f.bits, 16.0, f.compute, kernel=f.kernel, ignore=ignore,
                             mtp_bits=16.0 if mtp_out else None, source=f"modelopt {algo}, exclusion list applied")
@@ -229,7 +229,7 @@ def _modelopt(q: dict, arch: Arch) -> WeightFormat:
         raise DecodescopeError(f"{arch.source}: modelopt quant_algo={algo!r} is not understood",
                                "pass the format with --weights")
     algos = [spec.get("quant_algo") if isinstance(spec, dict) else None for spec in layers.values()]
-    if bad := next((m for m, a in zip(layers, algos) if a not in _ALGO), None):
+    if bad := next((m for m, a in zip(layers, algos) if not isinstance(a, str) or a not in _ALGO), None):
         raise DecodescopeError(f"{arch.source}: quant_algo of {bad} is not understood",
                                "pass the format with --weights")
     head = _ALGO[layers["lm_head"]["quant_algo"]] if "lm_head" in layers else BF16
@@ -322,7 +322,7 @@ def _torchao(q: dict, arch: Arch) -> WeightFormat:
     qt = q.get("quant_type")
     spec = qt.get("default") if isinstance(qt, dict) and set(qt) == {"default"} else None
     kind = spec.get("_type") if isinstance(spec, dict) else None
-    if kind not in _TORCHAO:
+    if not isinstance(kind, str) or kind not in _TORCHAO:
         raise DecodescopeError(f"{arch.source}: torchao quant_type {kind or qt!r} is not modelled",
                                f"pass the format with --weights ({' '.join(NAMES)})")
     bits, kernel, compute = _TORCHAO[kind]
