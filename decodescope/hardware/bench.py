@@ -17,7 +17,7 @@ BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 WARMUP = 3  # untimed decode steps first (allocator, caches, clocks)
 HEADROOM = 0.9  # of the free memory a run may plan to use: activations and the allocator need the rest
 # the model's profile closest to bench's loop (one model, CUDA graphs, no scheduler). Its host time
-# per pass, 1.01 ms (engines.toml, fitted to gpt-fast's generate.py runs), stays in "expected" on
+# per pass (engines.toml, fitted to gpt-fast's generate.py runs), stays in "expected" on
 # the CPU, where Python runs between the ops; a CUDA-graph loop queues the next step without
 # waiting, so there its host work hides behind the GPU and counts 0 ms (the note says so)
 ENGINE = "gpt-fast"
