@@ -58,26 +58,9 @@ def log(file, engine, as_json, records, year):
         runs = _guard(_settings, file, spool, path=file)
     summary = first.summary()
     if not summary.records and not runs:
-        raise DecodescopeError(
-            f"no SGLang, vLLM, llama.cpp or TensorRT-LLM statistics or start-up line in {file} "
-            f"({summary.skipped_lines} lines read, {summary.rejected_lines} rejected)"
-            + (f" for engine {engine}" if engine else ""),
-            "give the server's own log: SGLang logs 'Decode batch' lines at --log-level info, "
-            "vLLM its 'Avg generation throughput' lines unless --disable-log-stats, "
-            "llama.cpp its 'eval time' lines per request, "
-            "TensorRT-LLM its 'iter = ' lines with print_iter_log: true (its /metrics JSON: one object "
-            "a line, jq -c '.[]')",
-        )
+        raise _no_statistics(file, summary, engine)
     if not as_json:
-        from decodescope.report.log_table import print_log_summary, print_no_statistics
-        from decodescope.report.settings_table import print_settings
-        from decodescope.serverstats.findings import findings
-
-        print_settings([(seg, findings(seg)) for seg in runs])
-        if summary.records:
-            print_log_summary(file, summary)
-        else:
-            print_no_statistics(file, summary)
+        _print_tables(file, summary, runs)
         return
     from decodescope.serverstats.logsettings import json_parts
 
@@ -95,6 +78,33 @@ def log(file, engine, as_json, records, year):
         with logio.open_lines(file) as lines:
             _stream_json(lines, first, summary, year, file, extra)
 
+
+
+def _no_statistics(file: str, summary, engine: str | None) -> DecodescopeError:
+    """The error for a log with neither a statistics line nor a start-up line."""
+    return DecodescopeError(
+        f"no SGLang, vLLM, llama.cpp or TensorRT-LLM statistics or start-up line in {file} "
+        f"({summary.skipped_lines} lines read, {summary.rejected_lines} rejected)"
+        + (f" for engine {engine}" if engine else ""),
+        "give the server's own log: SGLang logs 'Decode batch' lines at --log-level info, "
+        "vLLM its 'Avg generation throughput' lines unless --disable-log-stats, "
+        "llama.cpp its 'eval time' lines per request, "
+        "TensorRT-LLM its 'iter = ' lines with print_iter_log: true (its /metrics JSON: one object "
+        "a line, jq -c '.[]')",
+    )
+
+
+def _print_tables(file: str, summary, runs) -> None:
+    """The terminal output: settings and findings per server run, then the statistics."""
+    from decodescope.report.log_table import print_log_summary, print_no_statistics
+    from decodescope.report.settings_table import print_settings
+    from decodescope.serverstats.findings import findings
+
+    print_settings([(seg, findings(seg)) for seg in runs])
+    if summary.records:
+        print_log_summary(file, summary)
+    else:
+        print_no_statistics(file, summary)
 
 def _settings(file, spool):
     """Every run's start-up settings: a second streaming pass over the file or the spool."""

@@ -126,20 +126,8 @@ def measure(**opts):
     max_tokens = opts["output_tokens"] or opts["max_tokens"]
     sampling = Sampling(max_tokens, opts["temperature"], opts["timeout"], extra_body, opts["request_timeout"],
                         opts["logprobs"])
-    plan = runner.Plan(
-        endpoint,
-        sampling,
-        loaded,
-        _levels(opts),
-        opts["requests"],
-        opts["warmup"],
-        opts["seed"],
-        opts["server_log"],
-        opts["metrics_url"],
-        opts["metrics_interval"],
-        opts["duration"],
-        slo,
-    )
+    plan = runner.Plan(endpoint, sampling, loaded, _levels(opts), opts["requests"], opts["warmup"], opts["seed"],
+                       opts["server_log"], opts["metrics_url"], opts["metrics_interval"], opts["duration"], slo)
     out_path = Path(opts["out_path"] or _default_out())
     writer = RunWriter(out_path, _header(opts, root, model, loaded) | {"slo": slo})
     try:
