@@ -5,7 +5,9 @@ through logformats.sglang_facts, which reads only the values the warm-up rule an
 summary need. A plain file goes through scan_file: cut at line starts into one byte
 range per CPU when large, each range read by logfused.scan_range (which also writes its
 records' JSON when asked), the ranges scanned in parallel and their scans joined in
-order (WarmupScan.extend), which gives exactly the one-pass result."""
+order (WarmupScan.extend), which gives exactly the one-pass result; where a range's
+join cannot (WarmupScan.joins: stamp-less lines at its start, then a stamp older than the
+range before), the file is scanned again in one pass."""
 
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -108,6 +110,8 @@ def scan_file(
     found, skipped, rejected = head.engine, head.skipped_lines, head.rejected_lines
     joins = [None]
     for part in parts[1:]:
+        if not head.scan.joins(part.scan):  # rare (stamp formats change right at a cut): one pass instead
+            return scan_file(path, engine, year, 1, min_bytes, records)
         joins.append(head.scan.extend(part.scan))
         found = found or part.engine
         skipped += part.skipped_lines

@@ -75,6 +75,7 @@ class Segment:
         self.speculative = None  # what a start-up line said: True, False, None (not said)
         # (process, time, accept_on, startup, series of the process's line) of the first lines (CONTINUES)
         self.first = None
+        self.own = None  # those values on the first line alone (CONTINUES)
         self.seen = set()  # series that had a window
         self.fresh = set()  # series whose next window starts at idle
         self.touched = set()  # series with any window or idle prefill here
@@ -108,6 +109,7 @@ class Segment:
         self.last_line = line_no
         if self.reason is Reason.CONTINUES and self.first is None:
             self.first = [process, time_s, accept_on, kind == "startup", series]
+            self.own = tuple(self.first)
         elif self.first is not None:  # keep the first value of each that any line had
             if self.first[0] is None and process is not None:
                 self.first[4] = series
@@ -149,15 +151,24 @@ class Segment:
         self.seen |= later.seen
         self.touched |= later.touched
 
-    def starts_after(self, mine: "Segment") -> Reason | None:
+    def starts_after(self, mine: "Segment", first_line_only: bool = False) -> Reason | None:
         """Whether this CONTINUES head begins a new segment after `mine`, the segment the
-        earlier stretch ended in."""
+        earlier stretch ended in; `first_line_only`: judged by the head's first line alone."""
         if self.first is None:
             return None
-        process, time_s, accept_on, startup, series = self.first
+        process, time_s, accept_on, startup, series = self.own if first_line_only else self.first
         if startup:
             return Reason.STARTUP if mine.records else None
         return mine.boundary("decode", time_s, process, accept_on, series)
+
+
+    def joins_as_one_pass(self, mine: "Segment") -> bool:
+        """Whether starts_after gives one pass's answer. It judges the head by the first
+        value of each kind any of its lines had; one pass judges each line as it comes, so
+        when a value that decides (a time stamp older than `mine`'s after stamp-less lines)
+        came after the first line, one pass starts the segment at that later line and keeps
+        the lines before it in `mine`: the join cannot place that cut."""
+        return self.starts_after(mine) == self.starts_after(mine, first_line_only=True)
 
 
 class WindowTagger:

@@ -167,13 +167,20 @@ class WarmupScan:
         total = sum(v[0] / v[1] for v in per.values())
         add4(t.totals.setdefault((idle, max_b, max_sb, len(per)), new4()), total)
 
+    def joins(self, later: "WarmupScan") -> bool:
+        """Whether extend(later) gives one pass's result (Segment.joins_as_one_pass)."""
+        return later.tagger.segments[0].joins_as_one_pass(self.tagger.segments[-1])
+
     def extend(self, later: "WarmupScan"):
         """Appends the scan (continues=True) of the lines that come right after this
         one's; the result equals one scan of both stretches in order. This scan must
-        start at the top. Returns the Join: how the later stretch's tags read here."""
+        start at the top, and joins(later) hold. Returns the Join: how the later
+        stretch's tags read here."""
         mine, theirs = self.tagger, later.tagger
         if mine.continues:
             raise ValueError("extend() a scan that starts at the top of the log")
+        if not self.joins(later):
+            raise ValueError("extend() a scan whose first segment one pass would cut after its first line")
         head, last = theirs.segments[0], mine.segments[-1]
         reason = head.starts_after(last)
         offset = self.lines

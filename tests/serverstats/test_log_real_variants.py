@@ -2,6 +2,7 @@
 wrappers the first set lacks (docker stamps, DP engines, Ray actors, NPU, 2024 llama.cpp
 forms, Ollama under journalctl). Every expectation is read off the lines by hand."""
 
+import io
 import json
 import subprocess
 import sys
@@ -351,15 +352,34 @@ def test_every_cut_of_the_new_sglang_excerpts_joins_into_one_pass(tmp_path):
     assert same(scan_file(str(f), workers=3, min_bytes=0).summary(), whole)
 
 
-@pytest.mark.xfail(strict=True, reason="known: a stretch scanned apart that starts with stamp-less lines "
-                   "([03:51:54]) and then has a stamp older than the stretch before starts its 'time went "
-                   "back' segment at its first line, not at the older stamp (segment join, logsegment.py)")
-def test_a_cut_before_stamp_less_lines_then_an_older_stamp():
+def test_a_cut_before_stamp_less_lines_then_an_older_stamp(tmp_path):
     from test_logscan import same
+
+    from decodescope.serverstats.logscan import _line_starts, copy_scanned_records, scan_file, scan_log
 
     # sglang#26248's [03:51:54] lines between OpenClaw-RL#44 (2026-03-22) and sglang#13023 (2025-11-11):
     # read in one pass the stamp-less lines join the 2026 run and 2025-11-11 starts a new one
     log = lines("sglang_ray_actor_prefix.log", "sglang_time_only_swa.log", "sglang_cuda_graph_switch.log")
-    whole = parse_log(log).summary
-    assert [(g.first_line, g.reason.value) for g in whole.segments] == [(1, "log start"), (15, "time went back")]
-    assert same(_joined(log, 7).summary("sglang", whole.skipped_lines), whole)
+    whole = parse_log(log)
+    assert [(g.first_line, g.reason.value) for g in whole.summary.segments] == [(1, "log start"), (15, "time went back")]
+    # a stretch cut before line 8 (the first [03:51:54] line) judges its head by its first stamp
+    # (line 15) and would start the new segment at line 8: the join says it cannot, and refuses
+    head, tail = scan_log(log[:7]), scan_log(log[7:], "sglang", continues=True)
+    assert not head.scan.joins(tail.scan)
+    with pytest.raises(ValueError):
+        head.scan.extend(tail.scan)
+    # scan_file with a byte range starting at line 8 scans the file in one pass instead
+    f = tmp_path / "all.log"
+    f.write_text("".join(log))
+    at8 = len("".join(log[:7]).encode())
+    workers = next(n for n in range(2, 40) if at8 in _line_starts(str(f), f.stat().st_size, n))
+    out = {}
+    for w in (1, workers):
+        (tmp_path / str(w)).mkdir()
+        result = scan_file(str(f), workers=w, min_bytes=0, records=str(tmp_path / str(w)))
+        records = io.BytesIO()
+        copy_scanned_records(result, records)
+        out[w] = (result.summary().to_dict(), records.getvalue())
+    assert out[workers] == out[1]
+    assert same(result.summary(), whole.summary)
+    assert json.loads(b"[" + out[1][1] + b"]") == [r.to_dict() for r in whole.records]
