@@ -26,7 +26,8 @@ What a segment reports:
   draft tokens accepted does not depend on idle time;
 - generation rates from the steady windows; when there are none but some window
   generated tokens and then ran out of requests (vLLM "Running: 0"), from those, marked
-  `lower_bound` (their interval includes idle time);
+  `lower_bound` (their interval includes idle time), the server's the sum of its
+  series' (each runs at least its mean);
 - the server total over DP ranks: per BUCKET_S of wall clock, the sum over ranks of
   each rank's mean rate in it, over buckets whose windows are all steady;
 - round_ms = accept length / per-request tok/s (steady windows), only where the
@@ -43,6 +44,7 @@ from decodescope.serverstats.logtally import (
     into_bucket,
     is_warm,
     join4,
+    lower_bounds,
     median_bin,
     merge_bucket,
     new4,
@@ -101,7 +103,8 @@ class WarmupScan:
         if series not in t.ranks:
             t.ranks.add(series)
         if running == 0 and gen_tok_s > 0:
-            add4(t.low, gen_tok_s)
+            low = t.low.get(series)
+            add4(low if low is not None else t.low.setdefault(series, new4()), gen_tok_s)
         self._count(tag, running, accept_len, gen_tok_s)
         key = None if time_s is None else int(time_s // BUCKET_S)
         b = t.bucket
@@ -311,19 +314,19 @@ class WarmupScan:
                 join4(total, v)
         if len(t.ranks) == 1 and gen is not None:  # one series: its windows are the server's
             total = [gen.n, gen.mean * gen.n, gen.min, gen.max]
-        lower = gen is None and t.low[0] > 0
+        server = spread4(total)
+        lower = gen is None and bool(t.low)
         if lower:
-            gen = spread4(t.low)
-            total = t.low if len(t.ranks) == 1 else new4()
+            gen, server = lower_bounds(t.low)
         if engine == "llamacpp":  # one request per line: the server's total is in its /metrics
-            gen, total = None, new4()
+            gen, server = None, None
         accept = steady_accept or spread4(t.accept)
         round_ms = None
         if gpr and gpr.mean > 0 and (accept is not None or seg.speculative is False):
             round_ms = 1000.0 * (accept.mean if accept else 1.0) / gpr.mean
         return SegmentSummary(
             first_line=seg.first_line, last_line=seg.last_line, reason=seg.reason,
-            accept_len=spread4(t.accept), gen_tok_s=gen, gen_tok_s_total=spread4(total),
+            accept_len=spread4(t.accept), gen_tok_s=gen, gen_tok_s_total=server,
             gen_tok_s_per_req=gpr, round_ms=round_ms, dp_ranks=len(t.ranks), lower_bound=lower,
             windows=t.windows, warmup_windows=t.windows - (gpr.n if gpr else 0),
         )

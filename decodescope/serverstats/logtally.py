@@ -32,13 +32,27 @@ def spread4(t) -> Spread | None:
     return Spread(t[1] / t[0], t[2], t[3], t[0]) if t[0] else None
 
 
+def lower_bounds(low: dict) -> tuple[Spread, Spread]:
+    """From each series' windows that ran out of requests (Tally.low): the rate per series
+    over all of them, and the server's: each series' mean added up (tok/s), its min and
+    max likewise (every series at its least, at its most), n the windows behind it. Each
+    series runs at least its mean here, so the server runs at least their sum; added in
+    series order, so byte ranges scanned apart give the one-pass figure."""
+    lows = [low[k] for k in sorted(low, key=str)]
+    every = new4()
+    for t in lows:
+        join4(every, t)
+    server = Spread(sum(t[1] / t[0] for t in lows), sum(t[2] for t in lows), sum(t[3] for t in lows), every[0])
+    return spread4(every), server
+
+
 class Tally:
     """The sums of one segment."""
 
     def __init__(self):
         self.steady = {}  # (suspect, bin) -> [n_g, sum_g, min_g, max_g, sum_gpr, min, max, n_a, sum_a, min_a, max_a]
         self.accept = new4()  # every window's accept length
-        self.low = new4()  # gen tok/s of windows that ended with no request running
+        self.low = {}  # series -> 4-list of gen tok/s of its windows that ended with no request running
         self.totals = {}  # (idle, max bin, max suspect bin) -> 4-list of DP-summed rates
         self.bucket = None  # [key, [(series, gen, tag)]]: the open clock bucket
         self.head = None  # CONTINUES: the first bucket, kept until joined
@@ -58,7 +72,8 @@ class Tally:
             for i in (3, 6, 10):
                 mine[i] = max(mine[i], t[i])
         join4(self.accept, u.accept)
-        join4(self.low, u.low)
+        for series, t in u.low.items():
+            join4(self.low.setdefault(series, new4()), t)
         for k, t in u.totals.items():
             join4(self.totals.setdefault(k, new4()), t)
         self.ranks |= u.ranks

@@ -45,10 +45,22 @@ def test_a_real_window_that_ran_out_of_requests_is_a_lower_bound():
 
 def test_two_dp_engines_logging_in_the_same_second():
     # vllm-ascend#1170 (vLLM 0.9.1, DP 2): Engine 000 10.3 and Engine 001 10.0 tok/s, both
-    # windows ended idle (Running: 0): lower bounds, per engine (10.3 + 10.0) / 2 = 10.15
+    # windows ended idle (Running: 0): lower bounds, per engine (10.3 + 10.0) / 2 = 10.15, and the
+    # server at least 10.3 + 10.0 = 20.3 tok/s (each engine ran at least its window's rate)
     s = summary("vllm_dp_two_engines.log")
     assert (s.dp_ranks, s.lower_bound) == (2, True)
     assert s.gen_tok_s.mean == pytest.approx(10.15) and s.gen_tok_s.n == 2
+    total = s.gen_tok_s_total
+    assert (total.mean, total.min, total.max, total.n) == pytest.approx((20.3, 20.3, 20.3, 2))
+    assert s.segments[0].lower_bound and s.segments[0].gen_tok_s_total == total
+    path = str(LOGS / "vllm_dp_two_engines.log")
+    out = json.loads(subprocess.run([sys.executable, "-m", "decodescope", "log", path, "--json"],
+                                    capture_output=True, timeout=60, check=True).stdout)
+    assert out["summary"]["gen_tok_s_total"]["mean"] == pytest.approx(20.3) and out["summary"]["lower_bound"]
+    table = subprocess.run([sys.executable, "-m", "decodescope", "log", path], capture_output=True,
+                           timeout=60, env=WIDE, check=True).stdout.decode()
+    row = next(x for x in table.splitlines() if "server total over DP ranks" in x)
+    assert "20.30" in row and "lower bounds" in table  # marked as the per-engine rates are
     assert [r.rank for r in records("vllm_dp_two_engines.log")] == ["Engine 000", "Engine 001"]
     assert s.skipped_lines == 3  # the HTTP line and two EngineCore traceback lines
 
@@ -77,6 +89,8 @@ def test_dp_engines_each_with_its_spec_line():
     s = summary("vllm_dp_spec_per_engine.log")
     assert (s.dp_ranks, s.lower_bound) == (3, True)
     assert s.gen_tok_s.mean == pytest.approx(47.9 / 3) and s.accept_len.mean == pytest.approx(2.285)
+    # the server: at least 16.0 + 15.9 + 16.0 = 47.9 tok/s, over the 3 windows
+    assert (s.gen_tok_s_total.mean, s.gen_tok_s_total.n) == (pytest.approx(47.9), 3)
     assert s.round_ms is None  # no window with requests still running: no per-request rate
 
 
@@ -285,7 +299,7 @@ def test_table_and_json_agree_on_every_new_excerpt(name):
                                     capture_output=True, timeout=60, check=True).stdout)
     table = subprocess.run([sys.executable, "-m", "decodescope", "log", path], capture_output=True,
                            timeout=60, env=WIDE, check=True).stdout.decode()
-    for key in ("gen_tok_s", "gen_tok_s_per_req", "accept_len"):
+    for key in ("gen_tok_s", "gen_tok_s_total", "gen_tok_s_per_req", "accept_len"):
         if out["summary"][key] is not None:
             assert f"{out['summary'][key]['mean']:.2f}" in table, (key, table)
     summary(name)  # the one-pass scan agrees with the full parse
