@@ -17,7 +17,7 @@ GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262208, "head_dim": 256, "num_attention_he
                         "num_key_value_heads": 4, "sliding_window": 4096, "sliding_window_pattern": 6}
 
 
-def _rename(f: Fields, names: dict, **fixed) -> Fields:
+def rename(f: Fields, names: dict, **fixed) -> Fields:
     """The fields under Llama-style names: names maps our key -> the family's key."""
     data = dict(f.data)
     for ours, theirs in names.items():
@@ -31,7 +31,7 @@ def translate(f: Fields) -> Fields:
     mt = f.str_("model_type")
     if mt == "chatglm":  # THUDM/glm-4-9b, chatglm3-6b
         mqa = f.get("multi_query_attention", default=False)
-        g = _rename(f, {"num_hidden_layers": "num_layers", "vocab_size": "padded_vocab_size",
+        g = rename(f, {"num_hidden_layers": "num_layers", "vocab_size": "padded_vocab_size",
                         "intermediate_size": "ffn_hidden_size", "head_dim": "kv_channels"},
                     attention_bias=bool(f.get("add_qkv_bias", default=False)),
                     mlp_bias=bool(f.get("add_bias_linear", default=False)))
@@ -39,12 +39,12 @@ def translate(f: Fields) -> Fields:
             g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
         return g
     if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
-        return _rename(f, {"attention_bias": "use_bias"})
+        return rename(f, {"attention_bias": "use_bias"})
     if mt == "internlm2":  # one `bias` flag for wqkv and wo
-        return _rename(f, {"attention_bias": "bias"})
+        return rename(f, {"attention_bias": "bias"})
     if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
         shared = f.get("moe_num_shared_experts", default=0)
-        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
+        return rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
                            "first_k_dense_replace": "moe_layer_start_index", "moe_layer_freq": "moe_layer_interval",
                            "attention_bias": "use_bias"},
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
@@ -58,14 +58,14 @@ def translate(f: Fields) -> Fields:
             data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
             return Fields({**data, "moe_layers": [i for i, x in enumerate(freq) if x]}, f.source)
     if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
-        return _rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
+        return rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
                        topk_method="noaux_tc")
     if mt in ("step3p5", "step3p7"):  # Step's MoE names
-        return _rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
+        return rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
     if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
-        return _rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
+        return rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
-        return _rename(f, {"num_experts_per_tok": "top_k_experts"})
+        return rename(f, {"num_experts_per_tok": "top_k_experts"})
     return f
 
 

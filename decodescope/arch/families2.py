@@ -6,7 +6,7 @@ from dataclasses import replace
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, moe
 from decodescope.arch.hybrids import build_lfm2
-from decodescope.arch.families import _rename
+from decodescope.arch.families import rename
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -26,12 +26,12 @@ def translate2(f: Fields) -> Fields:
     """The config of `f` in the field names the builders read (the families of this module)."""
     mt = f.str_("model_type")
     if mt == "exaone":  # EXAONE 3.0 / 3.5: Llama layout, GPT-2 style names
-        return _rename(f, {"num_hidden_layers": "num_layers"})
+        return rename(f, {"num_hidden_layers": "num_layers"})
     if mt == "internlm3":  # qkv_bias covers q, k, v and o (InternLM3Config maps it to attention_bias)
-        return _rename(f, {"attention_bias": "qkv_bias", "mlp_bias": "bias"})
+        return rename(f, {"attention_bias": "qkv_bias", "mlp_bias": "bias"})
     if mt == "dbrx":  # DBRX: GPT-style top-level names, attention and MoE sizes in sub-objects
         attn, ffn = _sub(f, "attn_config"), _sub(f, "ffn_config")
-        g = _rename(f, {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads"})
+        g = rename(f, {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads"})
         return Fields({**g.data, "num_key_value_heads": attn.get("kv_n_heads", default=1),
                        "moe_intermediate_size": ffn.get("ffn_hidden_size", default=3584),
                        "num_local_experts": ffn.get("moe_num_experts", default=4),
@@ -46,9 +46,9 @@ def translate2(f: Fields) -> Fields:
     if mt == "solar_open":  # GLM-4.5-style sigmoid routing with a per-expert correction bias
         return Fields({**f.data, "use_routing_bias": True}, f.source)
     if mt == "afmoe":  # num_shared_experts under DeepSeek's name
-        return _rename(f, {"n_shared_experts": "num_shared_experts"})
+        return rename(f, {"n_shared_experts": "num_shared_experts"})
     if mt == "hy_v3":  # Tencent Hy3: Qwen3-style q/k norms, DeepSeek-style MoE with a correction bias
-        return _rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
+        return rename(f, {"use_qk_norm": "qk_norm", "n_shared_experts": "num_shared_experts"},
                        use_routing_bias=True)
     return f
 

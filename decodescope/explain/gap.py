@@ -134,8 +134,8 @@ def log_terms(arch: Arch, d: Deployment, p: Prediction, kernels_ms: float, log: 
     off = log.cuda_graph_off_windows
     # the profile's floor is the launch in a graph plus what the kernel itself costs beyond its
     # bytes (fitted engines: more than 1.1 us); eagerly only the launch part grows
-    launches = kernels_ms / d.engine.kernel_floor_us  # thousands of kernels per round
-    extra = off / n * launches * (EAGER_KERNEL_US - GRAPH_KERNEL_US) if off else 0.0
+    kernels = kernels_ms * 1e3 / d.engine.kernel_floor_us  # kernels per round
+    extra = off / n * kernels * (EAGER_KERNEL_US - GRAPH_KERNEL_US) * 1e-3 if off else 0.0  # ms
     graphs = GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
                      f"{off} of {n} windows say `cuda graph: False`: each kernel launched eagerly at "
                      f"{EAGER_KERNEL_US:g} us, not {GRAPH_KERNEL_US:g} us in a graph" if off

@@ -153,7 +153,8 @@ def apply(cal: Calibration, deployment):
     compute = "bf16" if gpu.flops.get("bf16") else next(iter(gpu.flops), "bf16")
     measured_flops = cal.matmul_flops.get("fp32" if gpu.id == CPU else compute)
     eager = gpu.id == CPU or d.engine.id in EAGER_ENGINES or cal.launch_graph_us is None
-    floor_us = (cal.launch_eager_us if eager else cal.launch_graph_us) + _kernel_cost_us(d, eager)
+    launch_us, kernel_us = (cal.launch_eager_us if eager else cal.launch_graph_us), _kernel_cost_us(d, eager)
+    floor_us = launch_us + kernel_us
     # a GEMV faster than a GPU's datasheet found its weights in cache (too small a rotation): cap it
     bw = min(cal.weight_bw(d.batch), gpu.memory_bw_bytes_s)
     engine = replace(d.engine, bw_efficiency=bw / gpu.memory_bw_bytes_s, memory_efficiency={},
@@ -164,8 +165,8 @@ def apply(cal: Calibration, deployment):
              f"{bw / 1e9:.1f} GB/s ({'GEMV at batch ' + str(d.batch) if cal.gemv else 'copy, read + write'})"
              + (f", {'fp32' if gpu.id == CPU else compute} matmul {measured_flops / 1e12:.3g} TFLOP/s"
                 if measured_flops else "")
-             + f", kernel launch {floor_us - _kernel_cost_us(d, eager):.2f} us ({'eager' if eager else 'in a CUDA graph'})"
-             + (f" + the profile's own kernel cost {_kernel_cost_us(d, eager):.2f} us" if _kernel_cost_us(d, eager) else "")]
+             + f", kernel launch {launch_us:.2f} us ({'eager' if eager else 'in a CUDA graph'})"
+             + (f" + the profile's own kernel cost {kernel_us:.2f} us" if kernel_us else "")]
     link = d.link
     if d.gpus > 1 and cal.allreduce:
         alpha = min(cal.allreduce, key=lambda a: a.bytes).us * 1e-6
@@ -179,7 +180,7 @@ def apply(cal: Calibration, deployment):
 def _kernel_cost_us(d, eager: bool) -> float:
     """The profile's kernel floor beyond a bare launch (us): a fitted floor holds the
     kernels' own fixed cost (ramp-up, tail) on top of the launch a calibration measures,
-    so it stays on top of the measured launch. None for the CPU, which has no profile floor."""
+    so it stays on top of the measured launch; 0 on the CPU, which has no profile floor."""
     from decodescope.model.engines import EAGER_KERNEL_US, GRAPH_KERNEL_US
     if d.gpu.id == CPU:
         return 0.0

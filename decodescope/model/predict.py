@@ -98,21 +98,22 @@ def ceiling_rates(d: Deployment) -> Rates:
 def expected_rates(d: Deployment) -> Rates:
     g, e = d.gpu, d.engine
     fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
+    alpha_s, nccl_reason = allreduce_alpha(d)
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
-                 allreduce_alpha_s=allreduce_alpha(d)[0] * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d), kv_per_query_head=d.kv_per_query_head,
+                 allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
+                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
                  moe_batched=moe_batched(e))
 
 
-def allreduce_bw_efficiency(d: Deployment) -> float:
+def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
     """Achievable share of the link's bandwidth in an allreduce: the engine's own P2P
-    kernels' where they run over NVLink (allreduce_alpha found no reason for NCCL), else
+    kernels' where they run over NVLink (allreduce_alpha gave no `nccl_reason`), else
     the link's (NCCL's, from nccl-tests)."""
     custom = d.engine.custom_allreduce_bw_efficiency
-    if custom and d.link.id in ("nvlink", "nvswitch") and not d.split_rows and not allreduce_alpha(d)[1]:
+    if custom and d.link.id in ("nvlink", "nvswitch") and not d.split_rows and not nccl_reason:
         return custom
     return d.link.bw_efficiency
 

@@ -38,7 +38,7 @@ NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime); SGLang, whose floor then holds what
 # its kernels cost beyond their bytes on top of the graph launch (the H200 trace's GEMVs: 4.5 us,
-# tests/test_physics.py). The others keep the measured floor.
+# tests/test_physics.py). The others keep their profile's measured one (engines.toml).
 FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc", "sglang"})
 # engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
 SPLIT_MEMORY = frozenset({"llamacpp"})
