@@ -5,7 +5,9 @@ ggml_cuda_mul_mat_vec_q ...; return; } if (ggml_cuda_should_use_mmq(src0->type, 
 { ggml_cuda_mul_mat_q(ctx, src0, src1, ids, dst); return; }', builds of late 2025;
 https://github.com/ggml-org/llama.cpp/pull/18958: 'for batch_sizes > 1, we immediately move
 to mmq'). The profile's moe_batched_slowdown / _per_token price that second kernel as a
-multiple of the mat-vec kernel's time for the same experts. Expectations derived by hand."""
+multiple of the mat-vec kernel's time for the same experts. Current builds take the mat-vec
+kernel further (engines.toml serving.llamacpp): these tests run the 2025 build's switch at one
+token (Deployment.moe_matvec_max_tokens = 1), as the DGX Spark rows do. Expectations derived by hand."""
 
 from dataclasses import replace
 
@@ -28,13 +30,14 @@ SLOWDOWN, PER_TOKEN = 1.0, 0.25
 
 
 def _estimates(batch: int, same_tokens: bool, engine: str = "llamacpp"):
-    """(expected with the slowdowns, expected without them, ceiling) estimates."""
+    """(expected with the slowdowns, expected without them, ceiling) estimates: the GB10 runs CUDA."""
     arch = load_arch("qwen3-30b-a3b")
     d = make_deployment(arch, "gb10", weights="q8_0", engine=engine, batch=batch, context=512,
                         same_tokens=same_tokens)
+    d = replace(d, moe_matvec_max_tokens=1)
     base = replace(d.engine, memory_efficiency={"lpddr": 0.8}, format_efficiency={"q8_0": 1.0})
-    priced = replace(base, moe_batched_slowdown=SLOWDOWN, moe_batched_slowdown_per_token=PER_TOKEN)
-    free = replace(base, moe_batched_slowdown=0.0, moe_batched_slowdown_per_token=0.0)
+    priced = replace(base, moe_batched_slowdown={"cuda": SLOWDOWN}, moe_batched_slowdown_per_token={"cuda": PER_TOKEN})
+    free = replace(base, moe_batched_slowdown={}, moe_batched_slowdown_per_token={})
     ceiling, with_slowdown = estimates(arch, replace(d, engine=priced))
     without = estimates(arch, replace(d, engine=free))[1]
     return with_slowdown, without, ceiling
@@ -85,9 +88,9 @@ def test_distinct_requests_pay_per_call_not_per_expert_touched():
 
 def test_the_ceiling_and_other_engines_do_not_pay():
     """The ceiling has no fixed costs; an engine without a batched MoE kernel switch
-    (moe_matvec_max_tokens 0, e.g. vLLM's fused MoE) is unchanged by the slowdowns."""
-    assert get_engine("llamacpp").moe_matvec_max_tokens == 1
-    assert get_engine("vllm").moe_matvec_max_tokens == 0
+    (no backends, e.g. vLLM's fused MoE) is unchanged by the slowdowns."""
+    assert get_engine("llamacpp").moe_matvec_max_tokens == {"cuda": 8, "hip": 4, "vulkan": 8, "metal": 31}
+    assert get_engine("vllm").moe_matvec_max_tokens == {}
     _, _, ceiling_llama = _rounds(2, False)
     priced, free, ceiling_vllm = _rounds(2, False, engine="vllm")
     assert priced == pytest.approx(free)
@@ -95,14 +98,17 @@ def test_the_ceiling_and_other_engines_do_not_pay():
 
 
 def test_the_output_says_when_the_batched_kernel_runs():
-    """A note names the switch and the profile's factors where it applies (MoE, more than one
-    token per pass), and only there: 1.64x is the engines.toml profile's moe_batched_slowdown."""
+    """A note names the backend, the switch and the profile's factors where it applies (MoE,
+    more tokens per pass than current CUDA builds' mat-vec limit of 8), and only there."""
     arch = load_arch("qwen3-30b-a3b")
-    note = [n for n in predict(arch, make_deployment(arch, "gb10", weights="q8_0", engine="llamacpp", batch=2)).notes
-            if "batched kernel" in n]
-    assert len(note) == 1 and "adds 1.64x" in note[0] and "(2 here)" in note[0]
-    assert not [n for n in predict(arch, make_deployment(arch, "gb10", weights="q8_0", engine="llamacpp")).notes
-                if "batched kernel" in n]
-    dense = load_arch("qwen3-8b")
-    assert not [n for n in predict(dense, make_deployment(dense, "gb10", weights="q8_0", engine="llamacpp",
-                                                          batch=2)).notes if "batched kernel" in n]
+    cuda = get_engine("llamacpp").moe_batched_slowdown["cuda"]
+
+    def notes(a, batch):
+        d = make_deployment(a, "gb10", weights="q8_0", engine="llamacpp", batch=batch)
+        return [n for n in predict(a, d).notes if "batched kernel" in n]
+
+    note = notes(arch, 9)
+    assert len(note) == 1 and f"adds {cuda:g}x" in note[0] and "(9 here)" in note[0] and "(cuda)" in note[0]
+    assert "above 8 token(s)" in note[0]
+    assert not notes(arch, 8)
+    assert not notes(load_arch("qwen3-8b"), 9)

@@ -29,6 +29,8 @@ from decodescope.hardware.spec import CPU
 @click.option("--draft", "draft_model", help="draft model (draft:K) or EAGLE head config (eagle:K)")
 @click.option("--engine", default="generic", show_default=True,
               help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
+@click.option("--backend", help="llama.cpp's GPU backend: cuda hip vulkan metal "
+                                "[default: the GPU vendor's usual one: NVIDIA cuda, AMD hip, Apple metal]")
 @click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
                              "[default: the GPU's usual one]")
 @click.option("--same-tokens", is_flag=True,
@@ -49,7 +51,7 @@ from decodescope.hardware.spec import CPU
 @click.option("--list", "list_presets", is_flag=True, help="list the bundled model presets")
 @click.pass_context
 def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine,
-          link, same_tokens, split_rows, calibration, from_log, as_json, list_presets):
+          backend, link, same_tokens, split_rows, calibration, from_log, as_json, list_presets):
     """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
     if list_presets:
         for name, p in presets().items():
@@ -68,7 +70,7 @@ def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, 
     d = make_deployment(arch, gpu, tp=tp, pp=pp, ep=ep, gpus=gpus, weights=weights, kv=kv, batch=batch,
                         context=context, spec=spec, accept=accept, engine=engine, link=link,
                         draft=_draft(draft_model) if draft_model else None, same_tokens=same_tokens,
-                        tree=tree, split_rows=split_rows)
+                        tree=tree, split_rows=split_rows, backend=backend)
     measured = ()
     if calibration or d.gpu.id == CPU:  # importing the calibration module costs ~3 % of a run
         from decodescope.hardware.calibration import calibrate_deployment

@@ -3,7 +3,8 @@
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import get_gpu, get_interconnect
-from decodescope.model.deployment import Deployment, Spec, check_weights_flag, engine_format, parse_spec
+from decodescope.model.deployment import (Deployment, Spec, check_weights_flag, engine_format, parse_backend,
+                                          parse_spec)
 from decodescope.model.engines import get_engine
 from decodescope.model.formats import WeightFormat, parse_format
 from decodescope.model.quant_config import config_format
@@ -14,7 +15,7 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
                     weights: str | None = None, kv: str | None = None, batch: int = 1, context: int = 1024,
                     spec: str = "none", accept: float | None = None, draft: Arch | None = None,
                     engine: str = "generic", link: str | None = None, same_tokens: bool = False,
-                    tree: str | None = None, split_rows: bool = False) -> Deployment:
+                    tree: str | None = None, split_rows: bool = False, backend: str | None = None) -> Deployment:
     """A Deployment from command-line style values; defaults as `decodescope model`."""
     if gpus is not None and gpus != tp * pp:
         raise DecodescopeError(f"--gpus {gpus} is not --tp {tp} x --pp {pp}",
@@ -30,7 +31,7 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
     return Deployment(gpu=g, link=get_interconnect(link_id), weights=engine_format(fmt, e), engine=e,
                       tp=tp, pp=pp, ep=ep, kv_dtype=kv_dtype, batch=batch, context=context,
                       spec=parse_spec(spec, accept, tree), draft=draft, same_tokens=same_tokens,
-                      split_rows=split_rows)
+                      split_rows=split_rows, backend=parse_backend(backend))
 
 
 def _config_kv(arch: Arch) -> str:

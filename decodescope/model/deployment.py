@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
-from decodescope.model.engines import EngineProfile
+from decodescope.model.engines import Backend, EngineProfile
 from decodescope.model.formats import WeightFormat
 from decodescope.model.ops import unique_layers
 
@@ -143,10 +143,25 @@ class Deployment:
     # once per KV head (TensorRT-LLM's masked MHA kernel of late 2023: one thread block per
     # query head and request, before its grouped-query XQA kernel); only GQA / MQA differ
     kv_per_query_head: bool = False
+    # llama.cpp's backend as typed (--backend) or as a row states it; None: the GPU vendor's usual one
+    backend: Backend | None = None
+    # tokens per pass the build's MoE mat-vec kernel takes where it differs from the profile's
+    # (current builds): llama.cpp builds of 2025 left it above one token (validate rows of such builds)
+    moe_matvec_max_tokens: int | None = None
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp
+
+    @property
+    def runs_on(self) -> Backend | None:
+        """The backend whose kernels run: the chosen one where the GPU takes it (a lever onto another
+        vendor's GPU falls back), else the GPU vendor's usual one; None for an engine without backends."""
+        e, vendor = self.engine, self.gpu.vendor
+        if self.backend is not None and vendor in e.backend_vendors.get(self.backend.value, ()):
+            return self.backend
+        usual = e.backend_by_vendor.get(vendor)
+        return Backend(usual) if usual else None
 
     @property
     def moe_tp(self) -> int:
@@ -162,7 +177,9 @@ class Deployment:
                 "batch": self.batch, "context": self.context, "spec": self.spec.to_dict(),
                 "draft": self.draft.name if self.draft else None, "engine": self.engine.id,
                 "same_tokens": self.same_tokens, "split_rows": self.split_rows,
-                "kv_per_query_head": self.kv_per_query_head}
+                "kv_per_query_head": self.kv_per_query_head,
+                "backend": self.runs_on.value if self.runs_on else None,
+                "moe_matvec_max_tokens": self.moe_matvec_max_tokens}
 
 
 def check(arch: Arch, d: Deployment) -> None:
@@ -170,6 +187,7 @@ def check(arch: Arch, d: Deployment) -> None:
     not dividing TP or on a dense model, GPUs the link cannot join, a foreign draft."""
     _check_sizes(d)
     _check_link(d)
+    check_backend(d)
     if d.split_rows:
         _check_row_split(arch, d)
     if d.tp % d.ep:
@@ -205,6 +223,32 @@ def check(arch: Arch, d: Deployment) -> None:
         raise DecodescopeError(f"--draft {d.draft.name} has a vocabulary of {d.draft.vocab_size} tokens, "
                                f"{arch.name} one of {arch.vocab_size}: its drafts cannot be verified",
                                "use a draft model of the same family and tokenizer")
+
+
+def parse_backend(name: str | None) -> Backend | None:
+    """--backend as typed: one of Backend's values, or None (the GPU vendor's usual one)."""
+    if name is None:
+        return None
+    try:
+        return Backend(name.strip().lower())
+    except ValueError:
+        raise DecodescopeError(f"--backend '{name}' unknown",
+                               f"use one of: {' '.join(b.value for b in Backend)}") from None
+
+
+def check_backend(d: Deployment) -> None:
+    """A chosen backend needs an engine that has backends (llama.cpp) and a GPU that runs it."""
+    if d.backend is None:
+        return
+    e, b = d.engine, d.backend.value
+    if not e.moe_matvec_max_tokens:
+        raise DecodescopeError(f"--backend {b}: engine {e.id} has no backend choice",
+                               "--backend is llama.cpp's: add --engine llamacpp, or drop --backend")
+    vendors = e.backend_vendors.get(b, ())
+    if d.gpu.vendor not in vendors:
+        raise DecodescopeError(f"--backend {b} does not run on {d.gpu.name} ({d.gpu.vendor})",
+                               f"{b} runs on {' or '.join(vendors) or 'no GPU in the database'} GPUs; "
+                               f"drop --backend for {d.gpu.vendor}'s usual one")
 
 
 def _check_sizes(d: Deployment) -> None:

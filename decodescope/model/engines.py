@@ -3,6 +3,7 @@ per forward pass. Data in engines.toml, each number with its source or fit."""
 
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cache
 
 from decodescope.datafile import load_toml
@@ -13,6 +14,15 @@ from decodescope.errors import DecodescopeError
 # own cost beyond its bytes on top (fitted floors)
 EAGER_KERNEL_US = 6.7
 GRAPH_KERNEL_US = 1.1
+
+
+class Backend(Enum):
+    """The GPU backend llama.cpp (ggml) was built with: it picks the kernels that multiply
+    the weights (engines.toml serving.llamacpp says what differs between them)."""
+    CUDA = "cuda"
+    HIP = "hip"  # ROCm: the ggml-cuda sources compiled by HIP
+    VULKAN = "vulkan"
+    METAL = "metal"
 
 
 @dataclass(frozen=True)
@@ -26,10 +36,10 @@ class EngineProfile:
     host_ms_per_pass: float  # CPU work per forward pass not hidden behind the GPU (schedule, sample)
     host_ms_per_draft_step: float  # the same per speculative draft step
     allreduce_latency_scale: float  # engine's small-allreduce latency / the link's typical alpha
-    # a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take (1 + slowdown
-    # + slowdown_per_token x tokens per touched expert) x the mat-vec kernel's time
-    moe_batched_slowdown: float = 0.0
-    moe_batched_slowdown_per_token: float = 0.0
+    # per backend: a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take
+    # (1 + slowdown + slowdown_per_token x tokens per touched expert) x the mat-vec kernel's time
+    moe_batched_slowdown: dict[str, float] = field(default_factory=dict)
+    moe_batched_slowdown_per_token: dict[str, float] = field(default_factory=dict)
     # achieved bandwidth of a format's kernels relative to bf16 ("int4" covers int4-gN)
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
@@ -39,7 +49,12 @@ class EngineProfile:
     memory_fraction: float = 0.9
     memory_fraction_by_tp: dict[str, float] = field(default_factory=dict)  # TP >= key -> fraction, where it varies
     memory_reserve_gb: float = 0.0
-    moe_matvec_max_tokens: int = 0  # tokens per pass the engine's MoE mat-vec kernel takes (0: no other kernel)
+    # per backend the engine runs on (Backend values; none: the engine has no backend choice):
+    # tokens per pass its MoE mat-vec kernel takes, above which a batched kernel runs
+    moe_matvec_max_tokens: dict[str, int] = field(default_factory=dict)
+    moe_batched_as: dict[str, str] = field(default_factory=dict)  # a backend priced with another's costs
+    backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
+    backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
     pp_micro_batches: bool = True  # under PP the batch is split into micro-batches that fill the pipeline
     embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
@@ -58,6 +73,16 @@ class EngineProfile:
         keys = [int(k) for k in self.memory_fraction_by_tp if int(k) <= tp]
         return self.memory_fraction_by_tp[str(max(keys))] if keys else self.memory_fraction
 
+    def moe_cost_key(self, backend: Backend) -> str:
+        """The backend whose fitted batched-MoE costs `backend` takes (itself unless moe_batched_as says)."""
+        return self.moe_batched_as.get(backend.value, backend.value)
+
+    def moe_batched(self, backend: Backend) -> tuple[int, float, float]:
+        """(mat-vec tokens per pass, slowdown, slowdown per token) of the batched MoE kernel on `backend`."""
+        key = self.moe_cost_key(backend)
+        return (self.moe_matvec_max_tokens[backend.value], self.moe_batched_slowdown.get(key, 0.0),
+                self.moe_batched_slowdown_per_token.get(key, 0.0))
+
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt
         base = self.memory_efficiency.get(memory_type, self.bw_efficiency)
@@ -71,8 +96,21 @@ def engines() -> dict[str, EngineProfile]:
     out = {}
     for k, v in data["engine"].items():
         extra = {f: tuple(x) if isinstance(x, list) else x for f, x in serving.get(k, {}).items()}
-        out[k] = EngineProfile(id=k, **v, **extra)
+        extra["backend_vendors"] = {b: tuple(x) for b, x in extra.get("backend_vendors", {}).items()}
+        out[k] = _checked_backends(EngineProfile(id=k, **v, **extra))
     return out
+
+
+def _checked_backends(e: EngineProfile) -> EngineProfile:
+    """Refuse a backend name engines.toml spells outside Backend (a typo would price nothing)."""
+    known = {b.value for b in Backend}
+    named = (set(e.moe_matvec_max_tokens) | set(e.moe_batched_slowdown) | set(e.moe_batched_slowdown_per_token)
+             | set(e.moe_batched_as) | set(e.moe_batched_as.values()) | set(e.backend_by_vendor.values())
+             | set(e.backend_vendors))
+    if named - known:
+        raise DecodescopeError(f"engines.toml: engine {e.id} names unknown backend(s) {', '.join(sorted(named - known))}",
+                               f"use {', '.join(sorted(known))}")
+    return e
 
 
 def get_engine(name: str) -> EngineProfile:

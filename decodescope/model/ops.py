@@ -138,9 +138,10 @@ def _compute_key(tf) -> str:
 def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int, routed: int,
                     r: Rates, mtp: bool = False) -> list[Op]:
     """The extra time of a MoE layer's expert matmuls where the engine leaves its mat-vec
-    kernel: llama.cpp's CUDA backend multiplies the routed experts with its mat-vec kernel
-    (MMVQ) for one token per pass only and with its tiled matrix kernel (MMQ) from two on
-    (ggml-cuda.cu ggml_cuda_mul_mat_id, 'if (ne2 == 1)', builds of late 2025). The experts
+    kernel: llama.cpp's CUDA / HIP and Vulkan backends multiply the routed experts with a
+    mat-vec kernel for one token per pass only and with a tiled one from two on, Metal up to
+    31 tokens (builds of late 2025; engines.toml serving.llamacpp quotes the source); each
+    backend's tiled kernel has its own cost (r.moe_batched, EngineProfile.moe_batched). The experts
     read stay the routed ones (expected_experts, in weight_ops); the tiled kernel adds
     (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec kernel's time
     for ONE token's experts (r.moe_batched): a cost per call and per column of the tile, not

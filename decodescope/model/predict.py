@@ -105,7 +105,7 @@ def expected_rates(d: Deployment) -> Rates:
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
-                 moe_batched=moe_batched(e))
+                 moe_batched=moe_batched(d))
 
 
 def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
@@ -118,21 +118,24 @@ def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
     return d.link.bw_efficiency
 
 
-def moe_batched(e) -> tuple:
-    """Rates.moe_batched of an engine profile: () where it has no batched MoE kernel."""
-    if not e.moe_matvec_max_tokens:
+def moe_batched(d: Deployment) -> tuple:
+    """Rates.moe_batched of the deployment's engine on its backend: () where it has no batched MoE kernel."""
+    backend = d.runs_on
+    if backend is None:
         return ()
-    return (e.moe_matvec_max_tokens, e.moe_batched_slowdown, e.moe_batched_slowdown_per_token)
+    limit, slowdown, per_token = d.engine.moe_batched(backend)
+    return (limit if d.moe_matvec_max_tokens is None else d.moe_matvec_max_tokens, slowdown, per_token)
 
 
 def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:
     """Why the expected weights row is slow where the engine's batched MoE kernel runs."""
-    e, tokens = d.engine, d.batch * d.spec.tokens_per_verify
-    if not e.moe_matvec_max_tokens or tokens <= e.moe_matvec_max_tokens or not any(_moe(x) for x in arch.layers):
+    costs, tokens = moe_batched(d), d.batch * d.spec.tokens_per_verify
+    if not costs or tokens <= costs[0] or not any(_moe(x) for x in arch.layers):
         return ()
-    return (f"{e.id} multiplies the MoE experts with a batched kernel above {e.moe_matvec_max_tokens} token(s) per "
-            f"pass ({tokens} here): it adds {e.moe_batched_slowdown:g}x the mat-vec kernel's time for one token's experts, "
-            f"+ {e.moe_batched_slowdown_per_token:g}x per token each touched expert multiplies (engine profile)",)
+    limit, slowdown, per_token = costs
+    return (f"{d.engine.id} ({d.runs_on.value}) multiplies the MoE experts with a batched kernel above {limit} "
+            f"token(s) per pass ({tokens} here): it adds {slowdown:g}x the mat-vec kernel's time for one token's "
+            f"experts, + {per_token:g}x per token each touched expert multiplies (engine profile)",)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:

@@ -51,7 +51,8 @@ def _describe(p: Prediction, t: _Text) -> str:
             f"{a.params_active / 1e9:.2f} B active, {a.params_read_per_token / 1e9:.2f} B read per token\n"
             f"{d.gpus} x {d.gpu.name}, {par}, link {d.link.id}; weights {d.weights.name}, KV {d.kv_dtype}; "
             f"batch {d.batch}{' (every request the same token)' if d.same_tokens else ''}, "
-            f"context {d.context} tokens; {spec}; engine {d.engine.id}")
+            f"context {d.context} tokens; {spec}; engine {d.engine.id}"
+            + (f" ({d.runs_on.value} backend)" if d.runs_on else ""))
 
 
 def _breakdown(p: Prediction) -> str:

@@ -26,9 +26,11 @@ BOUNDS = {
     "allreduce_latency_scale": (0.5, 6.0),
     "flops_efficiency": (0.3, 0.79),  # high: a bf16 matmul reached 786 of 989 TFLOP/s
     # a batched MoE kernel's time over the mat-vec kernel's for the same experts, less 1: up to
-    # 4 (5x as long); per token each expert multiplies, up to 1 (a token costs a whole read)
-    "moe_batched_slowdown": (0.0, 4.0),
-    "moe_batched_slowdown_per_token": (0.0, 1.0),
+    # 4 (5x as long); per token each expert multiplies, up to 2: Vulkan's tiled kernel of 2025
+    # dequantized each K-quant tile to fp16 and multiplied it in fp16 (engines.toml
+    # serving.llamacpp), so that a token could cost more than a whole read of its expert
+    "moe_batched_slowdown": (0.0, 4.0),  # per backend: moe_batched_slowdown.cuda, .vulkan
+    "moe_batched_slowdown_per_token": (0.0, 2.0),
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
 NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
@@ -52,6 +54,10 @@ MOE_BATCHED = ("moe_batched_slowdown", "moe_batched_slowdown_per_token")
 SIXTEEN_BIT = ("bf16", "fp16")
 
 
+# fitted parameters held in a dict of the profile, one entry per key (the name's part after the dot)
+DICT_GROUPS = ("memory_efficiency", "format_efficiency", "moe_batched_slowdown", "moe_batched_slowdown_per_token")
+
+
 def _group(name: str) -> str:
     return name.split(".")[0]
 
@@ -65,6 +71,8 @@ def value(profile: EngineProfile, name: str) -> float:
         return profile.memory_efficiency.get(name.split(".")[1], profile.bw_efficiency)
     if name.startswith("format_efficiency."):
         return profile.format_efficiency.get(name.split(".")[1], 1.0)
+    if _group(name) in MOE_BATCHED:
+        return getattr(profile, _group(name)).get(name.split(".")[1], 0.0)
     return getattr(profile, name)
 
 
@@ -72,7 +80,7 @@ def with_values(profile: EngineProfile, values: dict[str, float]) -> EngineProfi
     """A new profile with `values` set (dotted names go into their dict); `profile` stays as it was."""
     plain = {k: v for k, v in values.items() if "." not in k}
     groups = {g: {**getattr(profile, g), **{k.split(".")[1]: v for k, v in values.items() if _group(k) == g}}
-              for g in ("memory_efficiency", "format_efficiency")}
+              for g in DICT_GROUPS}
     return replace(profile, **plain, **groups)
 
 
@@ -93,15 +101,16 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
                      if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
     names += ["kernel_floor_us"] if engine in FITTED_FLOOR else []
     names += ["flops_efficiency"] if engine in FITTED_FLOPS else []
-    # engines with a batched MoE kernel (moe_matvec_max_tokens > 0): its costs, where rows run it
-    names += list(MOE_BATCHED) if any(c.deployment.engine.moe_matvec_max_tokens for c in cases) else []
+    # engines with a batched MoE kernel: its costs on each backend the rows ran (priced as moe_cost_key says)
+    keys = sorted({c.deployment.engine.moe_cost_key(c.deployment.runs_on) for c in cases if c.deployment.runs_on})
+    names += [f"{p}.{k}" for k in keys for p in MOE_BATCHED]
     return names + ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
 
 
 def neutral(profile: EngineProfile, params: list[str]) -> EngineProfile:
     """`profile` with every fitted parameter at its neutral value (format and memory
     efficiencies cleared first); what is not fitted (measured floors, FLOP/s share) stays."""
-    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], memory_efficiency={}, format_efficiency={})
+    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], **{g: {} for g in DICT_GROUPS})
     return with_values(base, {p: NEUTRAL[_group(p)] for p in params})
 
 
@@ -143,7 +152,7 @@ def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
     mem = f"memory_efficiency.{case.deployment.gpu.memory_type}"
     m = mem if mem in v0 else "bw_efficiency"
     m0, tiny = v0.get(m, start.bw_efficiency), 1e-9 * t0
-    slopes = tuple((p, s) for p in params if p in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
+    slopes = tuple((p, s) for p in params if _group(p) in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
     formats = tuple((p, b) for p in params if p.startswith("format_efficiency.")
                     for b in [(ms(**{p: 0.8 * v0[p]}) - t0) / (1 / (m0 * 0.8 * v0[p]) - 1 / (m0 * v0[p]))]
                     if abs(b) > tiny)

@@ -12,7 +12,7 @@ from decodescope.arch import Arch, load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import Deployment, make_deployment, parse_format
 from decodescope.model.engines import EngineProfile
-from decodescope.model.deployment import check
+from decodescope.model.deployment import check, check_backend, parse_backend
 from decodescope.model.predict import estimates
 from decodescope.model.prefill import end_to_end
 
@@ -121,6 +121,11 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
         check(arch, d)
     if _flag(dep.get("kv_per_query_head") or "", "kv_per_query_head"):
         d = replace(d, kv_per_query_head=True)
+    if dep.get("backend"):
+        d = replace(d, backend=parse_backend(dep["backend"]))
+        check_backend(d)
+    if dep.get("moe_matvec_max_tokens"):
+        d = replace(d, moe_matvec_max_tokens=int(dep["moe_matvec_max_tokens"]))
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     try:
@@ -157,7 +162,10 @@ def _flag(value: str, column: str) -> bool:
 # states them; empty: a chain); split ("row": llama.cpp's row split over the tp GPUs, the
 # only multi-GPU mode of llama.cpp builds before January 2024; empty: as tp / pp say);
 # kv_per_query_head (yes: the decode attention kernel reads the KV cache once per query
-# head, TensorRT-LLM's masked MHA kernel of v0.5 / v0.6.1: Deployment.kv_per_query_head)
+# head, TensorRT-LLM's masked MHA kernel of v0.5 / v0.6.1: Deployment.kv_per_query_head);
+# backend (llama.cpp rows: cuda, hip, vulkan or metal as the source states it; empty: not
+# stated, the GPU vendor's usual one); moe_matvec_max_tokens (tokens per pass the row's build
+# took through its MoE mat-vec kernel, where the build predates the profile's: see engines.toml)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:
