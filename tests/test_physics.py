@@ -192,7 +192,7 @@ def test_sglang_custom_allreduce_reaches_its_measured_share_of_nvlink():
     TP 8 takes 7.8 us at 32 KB and 33.8 us at 1 MB; the ring formula's bandwidth term then
     runs at 0.142 x 450 GB/s = 63.9 GB/s, not NCCL's 0.67 x 450 = 301.5 GB/s. A 70B verify
     of 64 tokens at TP 8 reduces 64 x 8192 x 2 B = 1,048,576 B: 1.75 x 1,048,576 B / 63.9 GB/s
-    = 28.72 us + alpha 6 us x the profile's scale (0.906: 5.44 us) = 34.15 us, against the
+    = 28.72 us + alpha 6 us x the profile's scale (0.624: 3.74 us) = 32.46 us, against the
     PR's 33.8 us. Over PCIe across sockets SGLang falls back to NCCL: the link's 0.5 applies."""
     arch = load_arch("llama-3.1-70b")
     sgl = expected_rates(make_deployment(arch, "h100-sxm", tp=8, engine="sglang"))

@@ -1,8 +1,10 @@
-"""End-to-end throughput of a static batch: one context (prefill) pass over every prompt,
-then the decode steps at a growing context. Some benchmarks time the whole generation
-(TensorRT-LLM's gptSessionBenchmark times `session.generate()` from the prompts to the
-last token: https://github.com/NVIDIA/TensorRT-LLM/blob/027cd518e3b63809a5c5799187991e7f1164fb12/
-benchmarks/cpp/gptSessionBenchmark.cpp), so their tok/s = batch x output tokens / that time."""
+"""Context (prefill) passes in what a benchmark times. End to end, a static batch: one
+context pass over every prompt, then the decode steps at a growing context. Some benchmarks
+time the whole generation (TensorRT-LLM's gptSessionBenchmark times `session.generate()`
+from the prompts to the last token: https://github.com/NVIDIA/TensorRT-LLM/blob/027cd518e3b63809a5c5799187991e7f1164fb12/
+benchmarks/cpp/gptSessionBenchmark.cpp), so their tok/s = batch x output tokens / that time.
+Serving: requests keep arriving, and a decode round's time per output token also holds its
+share of the newcomers' context passes (`serving`)."""
 
 from dataclasses import dataclass, replace
 
@@ -10,7 +12,7 @@ from decodescope.arch import MLA, Arch, Attention, MoE
 from decodescope.model.deployment import Deployment, check
 from decodescope.model.ops import (Op, Rates, embedding_ops, head_ops, pipeline_ops, reduce_and_floor_ops,
                                    unique_layers, weight_ops)
-from decodescope.model.predict import ceiling_rates, expected_rates
+from decodescope.model.predict import ceiling_rates, estimates, expected_rates
 from decodescope.model.round import estimate
 
 
@@ -68,4 +70,32 @@ def end_to_end(arch: Arch, d: Deployment, prompt: int, output: int) -> tuple[End
                     for c in (first, (first + last) / 2, last)]
             decode = steps * (ends[0] + 4 * ends[1] + ends[2]) / 6
         out.append(EndToEnd(prefill, decode, d.batch * output / (prefill + decode)))
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class Serving:
+    round_s: float  # one decode round plus its share of the arriving requests' context passes
+    tok_s: float  # per user: tokens per round (the accept length) / round_s
+
+
+def serving(arch: Arch, d: Deployment, prompt: int, output: int) -> tuple[Serving, Serving]:
+    """(ceiling, expected) of a serving benchmark that keeps d.batch requests in flight, each
+    with `prompt` tokens in and `output` out (bench_serving --max-concurrency): its time per
+    output token is the time from a request's first token to its last over output - 1.
+    In that time each of the other d.batch - 1 requests finishes once and is replaced
+    (Little's law: a request lasts output / accept_len rounds; accept_len is 1 without
+    speculation), so a round carries (d.batch - 1) x accept_len / output context passes of
+    one prompt each (none at d.batch 1: the next request starts after this one ends). SGLang
+    runs a context pass on its own between two decode rounds
+    (Scheduler.get_next_batch_to_run: 'if new_batch is not None: # Run prefill first if
+    possible', python/sglang/srt/managers/scheduler.py at sgl-project/sglang 0003215c;
+    prefill and decode share a batch only with --enable-mixed-chunk, default False)."""
+    ceiling, expected = estimates(arch, d)
+    one = replace(d, batch=1)  # arrivals spread out: one prompt per context pass
+    out = []
+    for est, r, host_ms in ((ceiling, ceiling_rates(one), 0.0), (expected, expected_rates(one), d.engine.host_ms_per_pass)):
+        prefill_s = sum(op.time_s for op in prefill_ops(arch, one, r, prompt)) + host_ms / 1e3
+        round_s = est.round_ms / 1e3 + (d.batch - 1) * d.spec.accept_len / output * prefill_s
+        out.append(Serving(round_s, d.spec.accept_len / round_s))
     return out[0], out[1]

@@ -14,7 +14,7 @@ from decodescope.model import Deployment, make_deployment, parse_format
 from decodescope.model.engines import EngineProfile
 from decodescope.model.deployment import check, check_backend, parse_backend
 from decodescope.model.predict import estimates
-from decodescope.model.prefill import end_to_end
+from decodescope.model.prefill import end_to_end, serving
 
 DATA = Path(__file__).with_name("data")
 PUBLIC_COLUMNS = ("id", "value", "source_key")
@@ -30,6 +30,10 @@ class Compare(Enum):
     # included (public.csv input_len / output_len give the prompt and output lengths; the
     # row's `context` column is not used: the decode context grows from input to input + output)
     END_TO_END = "end_to_end"
+    # one request's tokens over its decode time in a serving benchmark that keeps `batch`
+    # requests in flight, whose replacements' context passes run between the decode rounds
+    # (model/prefill.py serving; input_len / output_len: the mean tokens in and out)
+    SERVING = "serving"
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ class Case:
     arch: Arch
     deployment: Deployment
     note: str
-    prompt: int = 0  # END_TO_END: tokens per prompt
-    output: int = 0  # END_TO_END: tokens generated per request
+    prompt: int = 0  # END_TO_END, SERVING: tokens per prompt
+    output: int = 0  # END_TO_END, SERVING: tokens generated per request
 
     @property
     def engine(self) -> str:
@@ -54,7 +58,7 @@ class Case:
     def tokens(self) -> float:
         """Tokens one round yields in the reported figure: accept length, times the batch for a total."""
         d = self.deployment
-        return d.spec.accept_len * (1 if self.compare is Compare.PER_USER else d.batch)
+        return d.spec.accept_len * (1 if self.compare in (Compare.PER_USER, Compare.SERVING) else d.batch)
 
     def expected_round_ms(self, profile: EngineProfile) -> float:
         """ms per round as the figure counts it: END_TO_END spreads the whole generation
@@ -63,6 +67,8 @@ class Case:
         if self.compare is Compare.END_TO_END:
             e = end_to_end(self.arch, d, self.prompt, self.output)[1]
             return (e.prefill_s + e.decode_s) * 1e3 / self.output
+        if self.compare is Compare.SERVING:
+            return serving(self.arch, d, self.prompt, self.output)[1].round_s * 1e3
         return estimates(self.arch, d)[1].round_ms
 
     def tok_s(self, profile: EngineProfile | None = None) -> tuple[float, float]:
@@ -72,6 +78,9 @@ class Case:
         if self.compare is Compare.END_TO_END:
             ceiling, expected = end_to_end(self.arch, d, self.prompt, self.output)
             return ceiling.tok_s_total, expected.tok_s_total
+        if self.compare is Compare.SERVING:
+            ceiling, expected = serving(self.arch, d, self.prompt, self.output)
+            return ceiling.tok_s, expected.tok_s
         ceiling, expected = estimates(self.arch, d)
         if self.compare is Compare.TOTAL:
             return ceiling.tok_s_total, expected.tok_s_total
@@ -132,21 +141,21 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
         compare = Compare(dep["compare"])
     except ValueError:
         raise DecodescopeError(f"compare '{dep['compare']}' is not one of {', '.join(c.value for c in Compare)}") from None
-    prompt, output = _lengths(pub) if compare is Compare.END_TO_END else (0, 0)
+    prompt, output = _lengths(pub, compare) if compare in (Compare.END_TO_END, Compare.SERVING) else (0, 0)
     if compare is Compare.END_TO_END and d.spec.method != "none":
         raise DecodescopeError("compare end_to_end is a static batch without speculative decoding")
     return Case(pub["id"], pub["source_key"], float(pub["value"]), compare, known, arch, d, dep["note"], prompt, output)
 
 
-def _lengths(pub: dict) -> tuple[int, int]:
-    """public.csv input_len and output_len as token counts (end_to_end rows need both)."""
+def _lengths(pub: dict, compare: Compare) -> tuple[int, int]:
+    """public.csv input_len and output_len as token counts (end_to_end and serving rows need both)."""
     try:
         prompt, output = int(pub.get("input_len", "")), int(pub.get("output_len", ""))
     except ValueError:
-        raise DecodescopeError(f"compare end_to_end needs whole-number input_len and output_len, "
+        raise DecodescopeError(f"compare {compare.value} needs whole-number input_len and output_len, "
                                f"got '{pub.get('input_len')}' and '{pub.get('output_len')}'") from None
     if prompt < 1 or output < 1:
-        raise DecodescopeError(f"compare end_to_end needs input_len and output_len >= 1, got {prompt} and {output}")
+        raise DecodescopeError(f"compare {compare.value} needs input_len and output_len >= 1, got {prompt} and {output}")
     return prompt, output
 
 
