@@ -127,6 +127,17 @@ def test_a_file_without_its_columns_is_one_clear_error(tmp_path):
         validate(data=tmp_path)
 
 
+def test_a_row_id_given_twice_is_one_clear_error(tmp_path):
+    # a merge that keeps both sides of a CSV conflict would count those rows twice
+    shutil.copytree(DATA, tmp_path, dirs_exist_ok=True)
+    with open(tmp_path / "deployments.csv") as f:
+        first_row = f.read().splitlines()[1]
+    with open(tmp_path / "deployments.csv", "a") as f:
+        f.write(first_row + "\n")
+    with pytest.raises(DecodescopeError, match="more than one row with the id"):
+        validate(data=tmp_path)
+
+
 def test_terminal_and_json_give_the_same_numbers():
     def run(*args):
         return subprocess.run([sys.executable, "-m", "decodescope", "validate", *args], capture_output=True,

@@ -4,6 +4,7 @@ yet (a model that does not load, a GPU not in the database, no deployment mapped
 skipped with its reason, never fatal."""
 
 import csv
+from collections import Counter
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
@@ -106,6 +107,11 @@ def _read(path: Path, columns: tuple[str, ...]) -> list[dict]:
     if missing:
         raise DecodescopeError(f"{path.name} lacks the column(s) {', '.join(missing)}",
                                f"its header must name: {', '.join(columns)}")
+    ids = Counter(r["id"] for r in rows)
+    twice = sorted(i for i, n in ids.items() if n > 1)
+    if twice:  # a second row of one id would be counted twice in every figure
+        raise DecodescopeError(f"{path.name} has more than one row with the id(s) {', '.join(twice[:5])}",
+                               "keep one row per id")
     return rows
 
 
