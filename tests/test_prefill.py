@@ -68,11 +68,14 @@ def test_decode_steps_at_a_growing_context():
 
 
 def test_the_static_batch_tables_are_end_to_end_and_nothing_else_is():
-    """TensorRT-LLM's v0.6.1 and v0.9.0 tables time session.generate(), prompts included;
-    the trtllm-bench rows (in-flight batching) and every other source are not marked."""
+    """TensorRT-LLM's v0.6.1 and v0.9.0 tables time session.generate(), prompts included, and
+    so does vLLM's benchmark_latency.py in llm-perf-bench pull request 35 (256 output tokens over
+    the mean latency of a whole request, its default 32-token prompt included); the
+    trtllm-bench rows (in-flight batching) and every other row are not marked."""
     cases, _ = load_cases()
     marked = {c.id: c for c in cases if c.compare is Compare.END_TO_END}
-    assert set(marked) == {c.id for c in cases if c.source in ("TRTPERF", "TRTPERF9")}
+    assert set(marked) == {c.id for c in cases if c.source in ("TRTPERF", "TRTPERF9")} | {"LPB35-02"}
+    assert (marked["LPB35-02"].prompt, marked["LPB35-02"].output) == (32, 256)
     assert (marked["TRTPERF9-11"].prompt, marked["TRTPERF9-11"].output) == (128, 2048)
     assert (marked["TRTPERF-03"].prompt, marked["TRTPERF-03"].output) == (128, 2048)
     assert (marked["TRTPERF-13"].prompt, marked["TRTPERF-13"].output) == (2048, 2048)
