@@ -245,10 +245,13 @@ def check_backend(d: Deployment) -> None:
         with_backends = " or ".join(k for k, p in engines().items() if p.backend_vendors)
         raise DecodescopeError(f"--backend {b}: engine {e.id} has no backend choice",
                                f"--backend applies to --engine {with_backends}; drop --backend")
-    vendors = e.backend_vendors.get(b, ())
+    if b not in e.backend_vendors:
+        raise DecodescopeError(f"--backend {b}: engine {e.id} has no {b} build",
+                               f"use one of: {' '.join(e.backend_vendors)}, or drop --backend")
+    vendors = e.backend_vendors[b]
     if d.gpu.vendor not in vendors:
         raise DecodescopeError(f"--backend {b} does not run on {d.gpu.name} ({d.gpu.vendor})",
-                               f"{b} runs on {' or '.join(vendors) or 'no GPU in the database'} GPUs; "
+                               f"{b} runs on {' or '.join(vendors)} GPUs; "
                                f"drop --backend for {d.gpu.vendor}'s usual one")
 
 
