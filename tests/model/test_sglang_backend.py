@@ -112,3 +112,15 @@ def test_a_hip_parameter_without_rows_keeps_the_cuda_value(sglang_samples):
     assert "format_efficiency.fp8@hip" not in values and "kernel_floor_us@hip" in values
     hip = with_values(start, values).on(Backend.HIP)
     assert hip.format_efficiency["fp8"] == values["format_efficiency.fp8"] != 1.0
+
+
+def test_the_gap_explanation_names_the_floor_the_backend_runs():
+    """The kernel-floor term of the gap between ceiling and expected says the floor that
+    priced it: on the MI300X the ROCm build's 7 us (test profile), on the H100 the CUDA 5 us."""
+    from decodescope.explain.gap import Term, modelled_terms
+    from decodescope.model.predict import predict
+
+    for gpu, says in (("mi300x", "7 us per kernel"), ("h100-sxm", "5 us per kernel")):
+        d = replace(make_deployment(ARCH, gpu, engine="sglang", context=512), engine=TEST)
+        floors = next(t for t in modelled_terms(ARCH, d, predict(ARCH, d)) if t.term is Term.KERNEL_FLOORS)
+        assert says in floors.note
