@@ -29,8 +29,9 @@ from decodescope.hardware.spec import CPU
 @click.option("--draft", "draft_model", help="draft model (draft:K) or EAGLE head config (eagle:K)")
 @click.option("--engine", default="generic", show_default=True,
               help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
-@click.option("--backend", help="llama.cpp's GPU backend: cuda hip vulkan metal "
-                                "[default: the GPU vendor's usual one: NVIDIA cuda, AMD hip, Apple metal]")
+@click.option("--backend", help="the engine's GPU backend (llamacpp: cuda hip vulkan metal; sglang: cuda on "
+                                "NVIDIA, hip on AMD) [default: the GPU vendor's usual one: NVIDIA cuda, AMD hip, "
+                                "Apple metal]")
 @click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
                              "[default: the GPU's usual one]")
 @click.option("--same-tokens", is_flag=True,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
-from decodescope.model.engines import Backend, EngineProfile
+from decodescope.model.engines import Backend, EngineProfile, engines
 from decodescope.model.formats import WeightFormat
 from decodescope.model.ops import unique_layers
 
@@ -143,7 +143,7 @@ class Deployment:
     # once per KV head (TensorRT-LLM's masked MHA kernel of late 2023: one thread block per
     # query head and request, before its grouped-query XQA kernel); only GQA / MQA differ
     kv_per_query_head: bool = False
-    # llama.cpp's backend as typed (--backend) or as a row states it; None: the GPU vendor's usual one
+    # the engine's backend (llama.cpp, SGLang) as typed (--backend) or as a row states it; None: the GPU vendor's usual one
     backend: Backend | None = None
     # tokens per pass the build's MoE mat-vec kernel takes where it differs from the profile's
     # (current builds): llama.cpp builds of 2025 left it above one token (validate rows of such builds)
@@ -237,17 +237,21 @@ def parse_backend(name: str | None) -> Backend | None:
 
 
 def check_backend(d: Deployment) -> None:
-    """A chosen backend needs an engine that has backends (llama.cpp) and a GPU that runs it."""
+    """A chosen backend needs an engine that has backends (llama.cpp, SGLang) and a GPU that runs it."""
     if d.backend is None:
         return
     e, b = d.engine, d.backend.value
-    if not e.moe_matvec_max_tokens:
+    if not e.backend_vendors:
+        with_backends = " or ".join(k for k, p in engines().items() if p.backend_vendors)
         raise DecodescopeError(f"--backend {b}: engine {e.id} has no backend choice",
-                               "--backend is llama.cpp's: add --engine llamacpp, or drop --backend")
-    vendors = e.backend_vendors.get(b, ())
+                               f"--backend applies to --engine {with_backends}; drop --backend")
+    if b not in e.backend_vendors:
+        raise DecodescopeError(f"--backend {b}: engine {e.id} has no {b} build",
+                               f"use one of: {' '.join(e.backend_vendors)}, or drop --backend")
+    vendors = e.backend_vendors[b]
     if d.gpu.vendor not in vendors:
         raise DecodescopeError(f"--backend {b} does not run on {d.gpu.name} ({d.gpu.vendor})",
-                               f"{b} runs on {' or '.join(vendors) or 'no GPU in the database'} GPUs; "
+                               f"{b} runs on {' or '.join(vendors)} GPUs; "
                                f"drop --backend for {d.gpu.vendor}'s usual one")
 
 

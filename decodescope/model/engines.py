@@ -2,7 +2,7 @@
 per forward pass. Data in engines.toml, each number with its source or fit."""
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cache
 
@@ -14,13 +14,16 @@ from decodescope.errors import DecodescopeError
 # own cost beyond its bytes on top (fitted floors)
 EAGER_KERNEL_US = 6.7
 GRAPH_KERNEL_US = 1.1
+# the parameters a backend may set apart from the profile's (EngineProfile.by_backend): those of
+# kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
+BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale")
 
 
 class Backend(Enum):
-    """The GPU backend llama.cpp (ggml) was built with: it picks the kernels that multiply
-    the weights (engines.toml serving.llamacpp says what differs between them)."""
+    """The GPU backend an engine was built for: it picks the kernels that run (llama.cpp's
+    ggml backends, SGLang's CUDA and ROCm builds; engines.toml says what differs between them)."""
     CUDA = "cuda"
-    HIP = "hip"  # ROCm: the ggml-cuda sources compiled by HIP
+    HIP = "hip"  # ROCm (llama.cpp: the ggml-cuda sources compiled by HIP)
     VULKAN = "vulkan"
     METAL = "metal"
 
@@ -55,6 +58,9 @@ class EngineProfile:
     moe_batched_as: dict[str, str] = field(default_factory=dict)  # a backend priced with another's costs
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
+    # per backend, fitted values that replace the profile's own where that backend's kernels differ
+    # (BACKEND_OVERRIDABLE); a backend or a parameter not named here keeps the profile's value
+    by_backend: dict[str, dict] = field(default_factory=dict)
     pp_micro_batches: bool = True  # under PP the batch is split into micro-batches that fill the pipeline
     embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
     lm_head_shard: str = "vocab"  # "vocab": split over TP ranks, logits gathered; "rep": every rank holds it
@@ -83,6 +89,15 @@ class EngineProfile:
         return (self.moe_matvec_max_tokens[backend.value], self.moe_batched_slowdown.get(key, 0.0),
                 self.moe_batched_slowdown_per_token.get(key, 0.0))
 
+    def on(self, backend: Backend | None) -> "EngineProfile":
+        """The profile as it runs on `backend`: its by_backend values in place of its own."""
+        over = self.by_backend.get(backend.value, {}) if backend else {}
+        if not over:
+            return self
+        plain = {k: v for k, v in over.items() if k != "format_efficiency"}
+        return replace(self, **plain, format_efficiency={**self.format_efficiency, **over.get("format_efficiency", {})},
+                       by_backend={})
+
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt
         base = self.memory_efficiency.get(memory_type, self.bw_efficiency)
@@ -106,10 +121,14 @@ def _checked_backends(e: EngineProfile) -> EngineProfile:
     known = {b.value for b in Backend}
     named = (set(e.moe_matvec_max_tokens) | set(e.moe_batched_slowdown) | set(e.moe_batched_slowdown_per_token)
              | set(e.moe_batched_as) | set(e.moe_batched_as.values()) | set(e.backend_by_vendor.values())
-             | set(e.backend_vendors))
+             | set(e.backend_vendors) | set(e.by_backend))
     if named - known:
         raise DecodescopeError(f"engines.toml: engine {e.id} names unknown backend(s) {', '.join(sorted(named - known))}",
                                f"use {', '.join(sorted(known))}")
+    odd = {k for over in e.by_backend.values() for k in over} - set(BACKEND_OVERRIDABLE)
+    if odd:
+        raise DecodescopeError(f"engines.toml: engine {e.id} by_backend sets {', '.join(sorted(odd))}",
+                               f"a backend may set only {', '.join(BACKEND_OVERRIDABLE)}")
     return e
 
 

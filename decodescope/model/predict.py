@@ -96,7 +96,7 @@ def ceiling_rates(d: Deployment) -> Rates:
 
 
 def expected_rates(d: Deployment) -> Rates:
-    g, e = d.gpu, d.engine
+    g, e = d.gpu, d.engine.on(d.runs_on)
     fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
     alpha_s, nccl_reason = allreduce_alpha(d)
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
@@ -121,7 +121,7 @@ def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
 def moe_batched(d: Deployment) -> tuple:
     """Rates.moe_batched of the deployment's engine on its backend: () where it has no batched MoE kernel."""
     backend = d.runs_on
-    if backend is None:
+    if backend is None or not d.engine.moe_matvec_max_tokens:
         return ()
     limit, slowdown, per_token = d.engine.moe_batched(backend)
     return (limit if d.moe_matvec_max_tokens is None else d.moe_matvec_max_tokens, slowdown, per_token)

@@ -11,7 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from decodescope.model.engines import EngineProfile
+from decodescope.model.engines import Backend, EngineProfile
 from decodescope.validate.rows import Case
 
 # (low, high) per parameter group; the measured bounds come from an NVIDIA H200
@@ -58,8 +58,16 @@ SIXTEEN_BIT = ("bf16", "fp16")
 DICT_GROUPS = ("memory_efficiency", "format_efficiency", "moe_batched_slowdown", "moe_batched_slowdown_per_token")
 
 
+# a parameter of one backend's kernels (EngineProfile.by_backend) is named "<parameter>@<backend>":
+# kernel_floor_us@hip, format_efficiency.fp8@hip; it is fitted on that backend's rows only
+
+
 def _group(name: str) -> str:
-    return name.split(".")[0]
+    return name.split("@")[0].split(".")[0]
+
+
+def _on_backend(name: str) -> bool:
+    return "@" in name
 
 
 def bounds(name: str) -> tuple[float, float]:
@@ -67,6 +75,9 @@ def bounds(name: str) -> tuple[float, float]:
 
 
 def value(profile: EngineProfile, name: str) -> float:
+    if _on_backend(name):
+        base, backend = name.split("@")
+        return value(profile.on(Backend(backend)), base)
     if name.startswith("memory_efficiency."):
         return profile.memory_efficiency.get(name.split(".")[1], profile.bw_efficiency)
     if name.startswith("format_efficiency."):
@@ -77,11 +88,24 @@ def value(profile: EngineProfile, name: str) -> float:
 
 
 def with_values(profile: EngineProfile, values: dict[str, float]) -> EngineProfile:
-    """A new profile with `values` set (dotted names go into their dict); `profile` stays as it was."""
-    plain = {k: v for k, v in values.items() if "." not in k}
-    groups = {g: {**getattr(profile, g), **{k.split(".")[1]: v for k, v in values.items() if _group(k) == g}}
+    """A new profile with `values` set (dotted names go into their dict, name@backend into
+    by_backend); `profile` stays as it was."""
+    own = {k: v for k, v in values.items() if not _on_backend(k)}
+    plain = {k: v for k, v in own.items() if "." not in k}
+    groups = {g: {**getattr(profile, g), **{k.split(".")[1]: v for k, v in own.items() if _group(k) == g}}
               for g in DICT_GROUPS}
-    return replace(profile, **plain, **groups)
+    by_backend = {b: {**over, "format_efficiency": dict(over.get("format_efficiency", {}))}
+                  for b, over in profile.by_backend.items()}
+    for k, v in values.items():
+        if _on_backend(k):
+            base, backend = k.split("@")
+            over = by_backend.setdefault(backend, {"format_efficiency": {}})
+            if "." in base:
+                over[_group(base)][base.split(".")[1]] = v
+            else:
+                over[base] = v
+    by_backend = {b: {k: v for k, v in over.items() if v != {}} for b, over in by_backend.items()}
+    return replace(profile, **plain, **groups, by_backend=by_backend)
 
 
 def format_family(name: str) -> str:
@@ -104,14 +128,30 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
     # engines with a batched MoE kernel: its costs on each backend the rows ran (priced as moe_cost_key says)
     keys = sorted({c.deployment.engine.moe_cost_key(c.deployment.runs_on) for c in cases if c.deployment.runs_on})
     names += [f"{p}.{k}" for k in keys for p in MOE_BATCHED]
-    return names + ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
+    names += ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
+    return names + backend_params(engine, cases)
+
+
+def backend_params(engine: str, cases: list[Case]) -> list[str]:
+    """The parameters engines.toml sets apart for a backend (by_backend), each to be fitted on
+    the rows that ran on it (name@backend); the loaded profile names them, with its sources."""
+    out = []
+    for c in cases:
+        b = c.deployment.runs_on
+        over = c.deployment.engine.by_backend.get(b.value, {}) if b else {}
+        fmts = {format_family(f.name) for f in (c.deployment.weights, c.deployment.draft_weights) if f}
+        out += [f"kernel_floor_us@{b.value}"] if "kernel_floor_us" in over and engine in FITTED_FLOOR else []
+        out += [f"format_efficiency.{f}@{b.value}" for f in sorted(fmts & set(over.get("format_efficiency", {})))]
+        out += [f"allreduce_latency_scale@{b.value}"] if "allreduce_latency_scale" in over else []
+    return list(dict.fromkeys(out))
 
 
 def neutral(profile: EngineProfile, params: list[str]) -> EngineProfile:
     """`profile` with every fitted parameter at its neutral value (format and memory
-    efficiencies cleared first); what is not fitted (measured floors, FLOP/s share) stays."""
-    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], **{g: {} for g in DICT_GROUPS})
-    return with_values(base, {p: NEUTRAL[_group(p)] for p in params})
+    efficiencies and by_backend cleared first); what is not fitted (measured floors, FLOP/s share) stays."""
+    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], by_backend={}, **{g: {} for g in DICT_GROUPS})
+    # a backend's parameters start at the profile's own (no by_backend entry until fitted)
+    return with_values(base, {p: NEUTRAL[_group(p)] for p in params if not _on_backend(p)})
 
 
 @dataclass(frozen=True)
@@ -205,16 +245,20 @@ def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
         ci = index.get("flops_efficiency", -1) if lin.compute else -1
         if lin.compute and ci < 0:
             base += lin.compute / fixed["flops_efficiency"]
-        rows.append((math.log(s.tokens * 1e3 / s.measured), base, index[lin.m], lin.inv,
-                     tuple((index[n], b) for n, b in lin.formats), tuple((index[n], c) for n, c in lin.slopes
-                                                                         if n in index), ci, lin.compute))
+        # a fixed format efficiency folds into the streams at the memory efficiency; a fixed
+        # memory efficiency (index -1) is passed as its value
+        inv = lin.inv + sum(b / fixed[n] for n, b in lin.formats if n not in index)
+        mi = index.get(lin.m, -1)
+        rows.append((math.log(s.tokens * 1e3 / s.measured), base, mi, fixed.get(lin.m, 0.0), inv,
+                     tuple((index[n], b) for n, b in lin.formats if n in index),
+                     tuple((index[n], c) for n, c in lin.slopes if n in index), ci, lin.compute))
     lows, highs = [bounds(p)[0] for p in free], [bounds(p)[1] for p in free]
 
     def f(x: list[float]) -> float:
         x = [min(h, max(lo, xi)) for lo, h, xi in zip(lows, highs, x)]
         total = 0.0
-        for logged, base, mi, inv, fmts, slopes, ci, compute in rows:
-            m = x[mi]
+        for logged, base, mi, m_fixed, inv, fmts, slopes, ci, compute in rows:
+            m = x[mi] if mi >= 0 else m_fixed
             t = base + inv / m + (compute / x[ci] if ci >= 0 else 0.0)
             for j, b in fmts:
                 t += b / (m * x[j])
@@ -227,12 +271,28 @@ def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
 
 
 def fit(samples: list[Sample], start: dict[str, float]) -> dict[str, float]:
-    """The parameters the samples move, fitted within BOUNDS from `start`: a coarse
-    coordinate search (13 points per parameter, two sweeps) to find the basin, then a
-    bounded Nelder-Mead, restarted twice from its own best point, for correlated parameters."""
+    """The parameters the samples move, fitted within BOUNDS from `start`. Rows on a backend
+    with parameters of its own (name@backend) do not pull the other backends' values: the
+    other rows fit the profile's parameters first, then those rows fit their backend's
+    parameters and any other that only they inform. A backend's parameter that no sample
+    moves is left out: that backend keeps the profile's value, not the neutral start."""
     free = [p for p in start if any(p in s.linear.params for s in samples)]
+    start = {p: v for p, v in start.items() if p in free or not _on_backend(p)}
+    own = {p for p in free if _on_backend(p)}
+    rest = [s for s in samples if not s.linear.params & own]
+    if own and rest:
+        held = start | fit(rest, {p: v for p, v in start.items() if not _on_backend(p)})
+        moved = {p for s in rest for p in s.linear.params}
+        return held | _search([s for s in samples if s.linear.params & own], [p for p in free if p not in moved], held)
+    return start | _search(samples, free, start)
+
+
+def _search(samples: list[Sample], free: list[str], start: dict[str, float]) -> dict[str, float]:
+    """`free` fitted from `start` (the others held there): a coarse coordinate search (13
+    points per parameter, two sweeps) to find the basin, then a bounded Nelder-Mead,
+    restarted twice from its own best point, for correlated parameters."""
     if not free:
-        return dict(start)
+        return {}
     f = _compiled(samples, free, start)
     x = [start[p] for p in free]
     for _ in range(2):
@@ -241,7 +301,7 @@ def fit(samples: list[Sample], start: dict[str, float]) -> dict[str, float]:
             x[i] = min((lo + (hi - lo) * k / 12 for k in range(13)), key=lambda xi: f(x[:i] + [xi] + x[i + 1:]))
     for _ in range(3):
         x = _nelder_mead(f, x, [0.05 * (bounds(p)[1] - bounds(p)[0]) for p in free])
-    return start | dict(zip(free, _clip(free, x)))
+    return dict(zip(free, _clip(free, x)))
 
 
 def _clip(names: list[str], x: list[float]) -> list[float]:
