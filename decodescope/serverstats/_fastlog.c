@@ -544,7 +544,61 @@ end:
     return result;
 }
 
+/* kept(data, needles, long) -> (lines, [(index, line bytes)]): the lines of `data` (split
+   at "\n") holding none of the needles, and every line of `long` bytes or more, with their
+   index (0: the first line); `lines` how many lines `data` holds. */
+static PyObject *kept(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    PyObject *needles;
+    Py_ssize_t long_line;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*O!n:kept", &data, &PyTuple_Type, &needles, &long_line))
+        return NULL;
+    PyObject *out = PyList_New(0), *result = NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(needles), index = 0;
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(needles, i))) {
+            PyErr_SetString(PyExc_TypeError, "kept: needles must be bytes");
+            goto end;
+        }
+    if (out == NULL)
+        goto end;
+    const char *p = data.buf;
+    Py_ssize_t n = data.len, pos = 0;
+    for (;; index++) {
+        const char *nl = pos < n ? memchr(p + pos, '\n', (size_t)(n - pos)) : NULL;
+        Py_ssize_t e = nl ? nl - p : n, len = e - pos;
+        int keep = len >= long_line;
+        for (Py_ssize_t i = 0; !keep && i < k; i++) {
+            PyObject *nd = PyTuple_GET_ITEM(needles, i);
+            if (holds(p + pos, len, PyBytes_AS_STRING(nd), PyBytes_GET_SIZE(nd)))
+                break;
+            if (i == k - 1)
+                keep = 1;
+        }
+        if (keep || k == 0) {
+            PyObject *item = Py_BuildValue("(ny#)", index, p + pos, len);
+            if (item == NULL || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                goto end;
+            }
+            Py_DECREF(item);
+        }
+        if (nl == NULL)
+            break;
+        pos = e + 1;
+    }
+    result = Py_BuildValue("nO", index + 1, out);
+end:
+    Py_XDECREF(out);
+    PyBuffer_Release(&data);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"kept", kept, METH_VARARGS,
+     "kept(data, needles, long) -> (lines, [(index, line)]): the lines holding none of the needles or long"},
     {"scan", scan, METH_VARARGS,
      "scan(data, pos, line_no, (decode spec, prefill spec), (minutes, tails, dumps, banner), rows, batch, "
      "offset) -> (pos, line_no, skipped, records, line or None)"},

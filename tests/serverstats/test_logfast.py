@@ -291,3 +291,40 @@ def test_log_json_is_byte_identical_with_and_without_the_c_reader(tmp_path):
     f = tmp_path / "server.log"
     f.write_text("".join(x + "\n" for x in _generated(7)) * 60)  # ~3 MB: several blocks
     assert len(_cli_both_ways(f)["records"]) > 10000
+
+
+# ---------------------------------------------------------------- the settings pass
+
+
+def _settings_both_ways(path, monkeypatch):
+    from decodescope.serverstats.logsettings import log_settings
+
+    fast = log_settings(str(path))
+    with monkeypatch.context() as m:
+        m.setattr(logfast, "FAST", None)
+        assert fast == log_settings(str(path))
+    return fast
+
+
+@needs_c
+def test_the_settings_pass_reads_the_same_with_the_c_line_filter(tmp_path, monkeypatch):
+    # every real log, and all of them in one file; then start-up lines among statistics
+    # lines, inside a line longer than a block (1 MiB) and one past the 1 M characters the
+    # text pass reads of a line, after binary garbage, with CR LF and without a final line feed
+    real = sorted(LOGS.glob("*.log")) + sorted((LOGS.parent / "startup").glob("*.log"))
+    found = 0
+    for p in real:
+        found += len(_settings_both_ways(p, monkeypatch))
+    joined = tmp_path / "joined.log"
+    joined.write_bytes(b"".join(p.read_bytes() for p in real))
+    found += len(_settings_both_ways(joined, monkeypatch))
+    args = (LOGS.parent / "startup" / "sglang-0.5.4-ngram-cut.log").read_bytes()
+    stats = "".join(x + "\n" for x in _generated(1)).encode()
+    hostile = tmp_path / "hostile.log"
+    hostile.write_bytes(stats + args + stats + b"x" * (1 << 20) + b" server_args=ServerArgs(tp_size=4)\r\n" + stats
+                        + "é".encode() * 600_000 + b" ServerArgs(tp_size=8)\n" + bytes(range(256)) * 50 + b"\n"
+                        + b"[2026-05-12 00:00:00] server_args=ServerArgs(tp_size=3, model_path='m')\n"
+                        + stats + args.replace(b"\n", b"\r\n") + b"Capture cuda graph end")
+    segments = _settings_both_ways(hostile, monkeypatch)
+    # the lines past 65536 characters are not read (settings.MAX_LINE); the tp_size=3 line is
+    assert found > 40 and [s.settings.tp for s in segments] == [None, 3, None]
