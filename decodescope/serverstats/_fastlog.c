@@ -596,9 +596,608 @@ end:
     return result;
 }
 
+
+/* ---------------------------------------------------------------- the steady-run tally
+
+   tally() is logcolumns._windows + _tally for a run of rows that _steady_run has found to
+   follow windows of their series: each sum added up in the windows' order, each key
+   inserted in the order its first window comes, min / max the objects Python's min() and
+   max() return, sums of the clock buckets and totals with Python's own number operations.
+   It returns -1 with nothing changed when a window is not steady (logcolumns._windows'
+   None): Python then tallies the rows one by one. */
+
+typedef struct {
+    PyObject **series, **run, **acc, **gen, **time;  /* borrowed, the windows' */
+    double *r, *a, *g, *round;
+    long long *bin, *key;
+    Py_ssize_t n;
+} Windows;
+
+static void windows_free(Windows *w)
+{
+    PyMem_Free(w->series);
+    PyMem_Free(w->r);
+    PyMem_Free(w->bin);
+    memset(w, 0, sizeof *w);
+}
+
+static int windows_alloc(Windows *w, Py_ssize_t n)
+{
+    memset(w, 0, sizeof *w);
+    if (n > PY_SSIZE_T_MAX / (Py_ssize_t)(5 * sizeof(PyObject *)) - 1) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->series = PyMem_Calloc((size_t)n * 5 + 1, sizeof(PyObject *));
+    w->r = PyMem_Calloc((size_t)n * 4 + 1, sizeof(double));
+    w->bin = PyMem_Calloc((size_t)n * 2 + 1, sizeof(long long));
+    if (w->series == NULL || w->r == NULL || w->bin == NULL) {
+        windows_free(w);
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->run = w->series + n;
+    w->acc = w->run + n;
+    w->gen = w->acc + n;
+    w->time = w->gen + n;
+    w->a = w->r + n;
+    w->g = w->a + n;
+    w->round = w->g + n;
+    w->key = w->bin + n;
+    return 0;
+}
+
+/* a number's value as a double, exactly (ints here are under 2**53: logvalues.checked);
+   0 when it is not an int or a float (not steady: Python reads the run) */
+static int number(PyObject *o, double *x)
+{
+    if (PyFloat_CheckExact(o)) {
+        *x = PyFloat_AS_DOUBLE(o);
+        return 1;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || v > (1LL << 53) || v < -(1LL << 53))
+            return 0;
+        *x = (double)v;
+        return 1;
+    }
+    return 0;
+}
+
+/* logcolumns._windows: the windows of the rows, checked steady; 1, 0 (not steady), -1 */
+static int read_windows(Windows *w, PyObject *accept_on, PyObject *window, PyObject *series, PyObject *runs,
+                        PyObject *accepts, PyObject *gens, PyObject *times, double bins_per_e, PyObject *bucket_s)
+{
+    Py_ssize_t n = PyList_GET_SIZE(window), nd = 0;
+    if (accept_on == Py_None)
+        return 0;
+    int on = PyObject_IsTrue(accept_on);
+    if (on < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyList_GET_ITEM(window, i) != Py_True)
+            continue;
+        Py_ssize_t k = nd++;
+        w->series[k] = PyTuple_GET_ITEM(series, i);
+        w->run[k] = PyTuple_GET_ITEM(runs, i);
+        w->acc[k] = PyTuple_GET_ITEM(accepts, i);
+        w->gen[k] = PyTuple_GET_ITEM(gens, i);
+        w->time[k] = PyTuple_GET_ITEM(times, i);
+        if ((w->acc[k] != Py_None) != on || w->run[k] == Py_None)
+            return 0;
+        if (!number(w->gen[k], &w->g[k]) || !number(w->run[k], &w->r[k]))
+            return 0;
+        if (on) {
+            if (!number(w->acc[k], &w->a[k]))
+                return 0;
+        } else {
+            w->a[k] = 1.0;
+        }
+        if (!(w->g[k] > 0 && w->g[k] < INFINITY && w->r[k] > 0 && w->r[k] < 1e12 && w->a[k] > 0
+              && w->a[k] < INFINITY))
+            return 0;
+        w->round[k] = w->a[k] * w->r[k] / w->g[k];  /* round_s; a * r is exact (both under 2**26) */
+        if (!(w->round[k] > 0 && w->round[k] < 1e300))
+            return 0;
+        w->bin[k] = (long long)floor(log(w->round[k]) * bins_per_e);
+        PyObject *q = PyNumber_FloorDivide(w->time[k], bucket_s);  /* int(time // BUCKET_S) */
+        PyObject *key = q ? PyNumber_Long(q) : NULL;
+        Py_XDECREF(q);
+        if (key == NULL)
+            return -1;
+        int overflow = 0;
+        w->key[k] = PyLong_AsLongLongAndOverflow(key, &overflow);
+        Py_DECREF(key);
+        if (overflow || (w->key[k] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    w->n = nd;
+    return 1;
+}
+
+static int set_min_max(PyObject *list, Py_ssize_t at, PyObject *lo, PyObject *hi)
+{
+    /* `if lo < t[at]: t[at] = lo`, `if hi > t[at + 1]: t[at + 1] = hi` */
+    int r = PyObject_RichCompareBool(lo, PyList_GET_ITEM(list, at), Py_LT);
+    if (r < 0 || (r && PyList_SetItem(list, at, Py_NewRef(lo)) < 0))
+        return -1;
+    r = PyObject_RichCompareBool(hi, PyList_GET_ITEM(list, at + 1), Py_GT);
+    if (r < 0 || (r && PyList_SetItem(list, at + 1, Py_NewRef(hi)) < 0))
+        return -1;
+    return 0;
+}
+
+static int add_to(PyObject *list, Py_ssize_t at, PyObject *v)
+{
+    PyObject *x = PyNumber_Add(PyList_GET_ITEM(list, at), v);
+    return x == NULL ? -1 : PyList_SetItem(list, at, x);
+}
+
+static int add_count(PyObject *list, Py_ssize_t at, Py_ssize_t n)
+{
+    PyObject *k = PyLong_FromSsize_t(n);
+    int r = k == NULL ? -1 : add_to(list, at, k);
+    Py_XDECREF(k);
+    return r;
+}
+
+/* logcolumns._fold: t[at] += count; t[at + 1] summed in order; min / max objects; idx the windows */
+static int fold(PyObject *t, Py_ssize_t at, PyObject **obj, const double *x, const Py_ssize_t *idx, Py_ssize_t n)
+{
+    if (!PyList_Check(t) || PyList_GET_SIZE(t) < at + 4 || !PyFloat_Check(PyList_GET_ITEM(t, at + 1))) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: not a tally list");
+        return -1;
+    }
+    double sum = PyFloat_AS_DOUBLE(PyList_GET_ITEM(t, at + 1));
+    Py_ssize_t lo = idx[0], hi = idx[0];
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_ssize_t i = idx[j];
+        sum += x[i];
+        if (x[i] < x[lo])
+            lo = i;
+        if (x[i] > x[hi])
+            hi = i;
+    }
+    PyObject *s = PyFloat_FromDouble(sum);
+    if (s == NULL || PyList_SetItem(t, at + 1, s) < 0 || add_count(t, at, n) < 0)
+        return -1;
+    return set_min_max(t, at + 2, obj[lo], obj[hi]);
+}
+
+static PyObject *new_steady(void)
+{
+    return Py_BuildValue("[iddddddiddd]", 0, 0.0, INFINITY, -INFINITY, 0.0, INFINITY, -INFINITY, 0, 0.0, INFINITY,
+                         -INFINITY);
+}
+
+/* logcolumns._steady: per round-time bin, in the order each bin's first window comes */
+static int count_steady(PyObject *steady, const Windows *w, int on, Py_ssize_t *idx)
+{
+    Py_ssize_t n = w->n;
+    char *done = PyMem_Calloc((size_t)n + 1, 1);
+    if (done == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = -1;
+    for (Py_ssize_t first = 0; first < n; first++) {
+        if (done[first])
+            continue;
+        Py_ssize_t m = 0;
+        for (Py_ssize_t i = first; i < n; i++)
+            if (!done[i] && w->bin[i] == w->bin[first]) {
+                done[i] = 1;
+                idx[m++] = i;
+            }
+        PyObject *key = Py_BuildValue("(OL)", Py_False, w->bin[first]);
+        if (key == NULL)
+            goto end;
+        PyObject *t = PyDict_GetItemWithError(steady, key);  /* borrowed */
+        if (t == NULL && !PyErr_Occurred()) {
+            PyObject *fresh = new_steady();
+            if (fresh == NULL || PyDict_SetItem(steady, key, fresh) < 0) {
+                Py_XDECREF(fresh);
+                Py_DECREF(key);
+                goto end;
+            }
+            t = fresh;
+            Py_DECREF(fresh);  /* the dict holds it */
+        }
+        Py_DECREF(key);
+        if (t == NULL || fold(t, 0, w->gen, w->g, idx, m) < 0)
+            goto end;
+        /* t[4] += each g / r in order; its min and max into t[5], t[6] */
+        double sum = PyFloat_AS_DOUBLE(PyList_GET_ITEM(t, 4)), lo = 0, hi = 0;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            double p = w->g[idx[j]] / w->r[idx[j]];
+            sum += p;
+            if (j == 0 || p < lo)
+                lo = p;
+            if (j == 0 || p > hi)
+                hi = p;
+        }
+        PyObject *s = PyFloat_FromDouble(sum), *l = PyFloat_FromDouble(lo), *h = PyFloat_FromDouble(hi);
+        int bad = s == NULL || l == NULL || h == NULL || PyList_SetItem(t, 4, Py_NewRef(s)) < 0
+                  || set_min_max(t, 5, l, h) < 0;
+        Py_XDECREF(s);
+        Py_XDECREF(l);
+        Py_XDECREF(h);
+        if (bad || (on && fold(t, 7, w->acc, w->a, idx, m) < 0))
+            goto end;
+    }
+    rc = 0;
+end:
+    PyMem_Free(done);
+    return rc;
+}
+
+/* the series of windows idx[0..m) in the order they come, each with its windows (logcolumns._by_series):
+   series' first windows in first[0..*k); each window's series number in which[] */
+static int by_series(const Windows *w, const Py_ssize_t *idx, Py_ssize_t m, Py_ssize_t *first, Py_ssize_t *which,
+                     Py_ssize_t *k)
+{
+    *k = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t s = 0;
+        for (; s < *k; s++) {
+            int eq = PyObject_RichCompareBool(w->series[idx[j]], w->series[first[s]], Py_EQ);
+            if (eq < 0)
+                return -1;
+            if (eq)
+                break;
+        }
+        if (s == *k)
+            first[(*k)++] = idx[j];
+        which[j] = s;
+    }
+    return 0;
+}
+
+/* gens of series s among windows idx[0..m), added up from `start` (NULL: from the first) in order */
+static PyObject *sum_gens(const Windows *w, const Py_ssize_t *idx, const Py_ssize_t *which, Py_ssize_t m,
+                          Py_ssize_t s, PyObject *start, Py_ssize_t *count)
+{
+    PyObject *acc = start ? Py_NewRef(start) : NULL;
+    *count = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (which[j] != s)
+            continue;
+        ++*count;
+        PyObject *g = w->gen[idx[j]];
+        if (acc == NULL) {
+            acc = Py_NewRef(g);
+            continue;
+        }
+        Py_SETREF(acc, PyNumber_Add(acc, g));
+        if (acc == NULL)
+            return NULL;
+    }
+    return acc;
+}
+
+static long long max_bin(const Windows *w, const Py_ssize_t *idx, Py_ssize_t m)
+{
+    long long top = w->bin[idx[0]];
+    for (Py_ssize_t j = 1; j < m; j++)
+        if (w->bin[idx[j]] > top)
+            top = w->bin[idx[j]];
+    return top;
+}
+
+/* logcolumns._into_bucket of windows idx[0..m) (one clock key) */
+static int into_bucket(PyObject *scan, PyObject *t, const Windows *w, const Py_ssize_t *idx, Py_ssize_t m,
+                       Py_ssize_t *first, Py_ssize_t *which)
+{
+    PyObject *key = PyLong_FromLongLong(w->key[idx[0]]), *bucket = NULL;
+    if (key == NULL)
+        return -1;
+    int rc = -1;
+    bucket = PyObject_GetAttrString(t, "bucket");
+    if (bucket == NULL)
+        goto end;
+    int other = bucket == Py_None;
+    if (!other) {
+        if (!PyList_Check(bucket) || PyList_GET_SIZE(bucket) < 4 || !PyDict_Check(PyList_GET_ITEM(bucket, 1))) {
+            PyErr_SetString(PyExc_TypeError, "_fastlog: not a clock bucket");
+            goto end;
+        }
+        other = PyObject_RichCompareBool(PyList_GET_ITEM(bucket, 0), key, Py_NE);
+        if (other < 0)
+            goto end;
+    }
+    if (other) {
+        Py_SETREF(bucket, PyObject_CallMethod(scan, "open_bucket", "OO", t, key));
+        if (bucket == NULL)
+            goto end;
+        if (!PyList_Check(bucket) || PyList_GET_SIZE(bucket) < 4 || !PyDict_Check(PyList_GET_ITEM(bucket, 1))) {
+            PyErr_SetString(PyExc_TypeError, "_fastlog: not a clock bucket");
+            goto end;
+        }
+    }
+    PyObject *per_series = PyList_GET_ITEM(bucket, 1);
+    Py_ssize_t k;
+    if (by_series(w, idx, m, first, which, &k) < 0)
+        goto end;
+    for (Py_ssize_t s = 0; s < k; s++) {
+        PyObject *name = w->series[first[s]];
+        PyObject *per = PyDict_GetItemWithError(per_series, name);  /* borrowed */
+        Py_ssize_t count;
+        if (per == NULL) {
+            if (PyErr_Occurred())
+                goto end;
+            PyObject *sum = sum_gens(w, idx, which, m, s, NULL, &count);
+            PyObject *fresh = sum ? Py_BuildValue("[On]", sum, count) : NULL;
+            Py_XDECREF(sum);
+            int bad = fresh == NULL || PyDict_SetItem(per_series, name, fresh) < 0;
+            Py_XDECREF(fresh);
+            if (bad)
+                goto end;
+        } else {
+            if (!PyList_Check(per) || PyList_GET_SIZE(per) < 2) {
+                PyErr_SetString(PyExc_TypeError, "_fastlog: not a bucket's [sum, n]");
+                goto end;
+            }
+            PyObject *sum = sum_gens(w, idx, which, m, s, PyList_GET_ITEM(per, 0), &count);
+            if (sum == NULL || PyList_SetItem(per, 0, sum) < 0 || add_count(per, 1, count) < 0)
+                goto end;
+        }
+    }
+    PyObject *top = PyLong_FromLongLong(max_bin(w, idx, m));
+    if (top == NULL)
+        goto end;
+    PyObject *old = PyList_GET_ITEM(bucket, 3);
+    int higher = old == Py_None ? 1 : PyObject_RichCompareBool(top, old, Py_GT);
+    if (higher < 0 || (higher && PyList_SetItem(bucket, 3, Py_NewRef(top)) < 0)) {
+        Py_DECREF(top);
+        goto end;
+    }
+    Py_DECREF(top);
+    rc = 0;
+end:
+    Py_XDECREF(key);
+    Py_XDECREF(bucket);
+    return rc;
+}
+
+/* a bucket opened and closed inside the run: logsummary's close_bucket sum over series
+   (logcolumns._total) into t.totals[(False, max bin, None, series)] (logtally.add4) */
+static int total_bucket(PyObject *t, const Windows *w, const Py_ssize_t *idx, Py_ssize_t m, Py_ssize_t *first,
+                        Py_ssize_t *which, PyObject *builtin_sum)
+{
+    Py_ssize_t k;
+    if (by_series(w, idx, m, first, which, &k) < 0)
+        return -1;
+    PyObject *means = PyList_New(k), *total = NULL, *totals = NULL, *key = NULL, *t4 = NULL;
+    int rc = -1;
+    if (means == NULL)
+        return -1;
+    for (Py_ssize_t s = 0; s < k; s++) {
+        Py_ssize_t count;
+        PyObject *sum = sum_gens(w, idx, which, m, s, NULL, &count);
+        PyObject *n = sum ? PyLong_FromSsize_t(count) : NULL;
+        PyObject *mean = n ? PyNumber_TrueDivide(sum, n) : NULL;
+        Py_XDECREF(sum);
+        Py_XDECREF(n);
+        if (mean == NULL)
+            goto end;
+        PyList_SET_ITEM(means, s, mean);
+    }
+    total = k == 1 ? Py_NewRef(PyList_GET_ITEM(means, 0)) : PyObject_CallOneArg(builtin_sum, means);
+    totals = total ? PyObject_GetAttrString(t, "totals") : NULL;
+    key = totals ? Py_BuildValue("(OLOn)", Py_False, max_bin(w, idx, m), Py_None, k) : NULL;
+    if (key == NULL)
+        goto end;
+    if (!PyDict_Check(totals)) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: totals not a dict");
+        goto end;
+    }
+    t4 = PyDict_GetItemWithError(totals, key);
+    if (t4 == NULL) {
+        if (PyErr_Occurred())
+            goto end;
+        t4 = Py_BuildValue("[iddd]", 0, 0.0, INFINITY, -INFINITY);
+        if (t4 == NULL || PyDict_SetItem(totals, key, t4) < 0)
+            goto end;
+    } else {
+        Py_INCREF(t4);
+    }
+    if (!PyList_Check(t4) || PyList_GET_SIZE(t4) < 4) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: not a 4-list");
+        goto end;
+    }
+    if (add_count(t4, 0, 1) < 0 || add_to(t4, 1, total) < 0 || set_min_max(t4, 2, total, total) < 0)
+        goto end;
+    rc = 0;
+end:
+    Py_XDECREF(means);
+    Py_XDECREF(total);
+    Py_XDECREF(totals);
+    Py_XDECREF(key);
+    Py_XDECREF(t4);
+    return rc;
+}
+
+static int add_attr(PyObject *o, const char *name, Py_ssize_t n)
+{
+    PyObject *v = PyObject_GetAttrString(o, name), *k = v ? PyLong_FromSsize_t(n) : NULL;
+    PyObject *x = k ? PyNumber_Add(v, k) : NULL;
+    int r = x == NULL ? -1 : PyObject_SetAttrString(o, name, x);
+    Py_XDECREF(v);
+    Py_XDECREF(k);
+    Py_XDECREF(x);
+    return r;
+}
+
+/* whether open_bucket keeps a head (logsummary.open_bucket's test): scan.tagger.continues,
+   one tally, t.head None */
+static int keeps_head(PyObject *scan, PyObject *t)
+{
+    PyObject *tagger = PyObject_GetAttrString(scan, "tagger"), *cont = NULL, *tallies = NULL, *head = NULL;
+    int r = -1;
+    if (tagger == NULL || (cont = PyObject_GetAttrString(tagger, "continues")) == NULL
+        || (tallies = PyObject_GetAttrString(scan, "tallies")) == NULL || (head = PyObject_GetAttrString(t, "head")) == NULL)
+        goto end;
+    int c = PyObject_IsTrue(cont);
+    Py_ssize_t n = PyObject_Length(tallies);
+    if (c < 0 || n < 0)
+        goto end;
+    r = c && n == 1 && head == Py_None;
+end:
+    Py_XDECREF(tagger);
+    Py_XDECREF(cont);
+    Py_XDECREF(tallies);
+    Py_XDECREF(head);
+    return r;
+}
+
+/* logcolumns._tally's buckets: the windows grouped by clock key, in order */
+static int tally_buckets(PyObject *scan, PyObject *t, const Windows *w, Py_ssize_t *idx, Py_ssize_t *first,
+                         Py_ssize_t *which, PyObject *builtin_sum)
+{
+    Py_ssize_t n = w->n, groups = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (i == 0 || w->key[i] != w->key[i - 1])
+            idx[groups++] = i;  /* where each group starts */
+    idx[groups] = n;
+    Py_ssize_t *members = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    if (members == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        members[i] = i;
+    int rc = -1, head = 0;
+    for (Py_ssize_t q = 0; q < groups; q++) {
+        Py_ssize_t a = idx[q], m = idx[q + 1] - a;
+        if (q == 1) {
+            head = keeps_head(scan, t);
+            if (head < 0)
+                goto end;
+            if (!head) {
+                PyObject *r = PyObject_CallMethod(scan, "close_bucket", "O", t);
+                if (r == NULL)
+                    goto end;
+                Py_DECREF(r);
+            }
+        }
+        if (q == 0 || q == groups - 1 || head) {
+            if (into_bucket(scan, t, w, members + a, m, first, which) < 0)
+                goto end;
+        } else if (total_bucket(t, w, members + a, m, first, which, builtin_sum) < 0) {
+            goto end;
+        }
+    }
+    rc = 0;
+end:
+    PyMem_Free(members);
+    return rc;
+}
+
+/* tally(scan, t, i, accept_on, window, series, runs, accepts, gens, times, codes, (bins per e, BUCKET_S, BIN0, sum))
+   -> windows tallied, or -1: not steady, nothing changed */
+static PyObject *tally(PyObject *self, PyObject *args)
+{
+    PyObject *scan, *t, *accept_on, *window, *series, *runs, *accepts, *gens, *times, *codes, *bucket_s, *builtin_sum;
+    Py_ssize_t seg;
+    double bins_per_e;
+    long long bin0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOnOO!O!O!O!O!O!O(dOLO):tally", &scan, &t, &seg, &accept_on, &PyList_Type, &window,
+                          &PyTuple_Type, &series, &PyTuple_Type, &runs, &PyTuple_Type, &accepts, &PyTuple_Type, &gens,
+                          &PyTuple_Type, &times, &codes, &bins_per_e, &bucket_s, &bin0, &builtin_sum))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(window);
+    if (PyTuple_GET_SIZE(series) != n || PyTuple_GET_SIZE(runs) != n || PyTuple_GET_SIZE(accepts) != n
+        || PyTuple_GET_SIZE(gens) != n || PyTuple_GET_SIZE(times) != n) {
+        PyErr_SetString(PyExc_ValueError, "tally: columns of different lengths");
+        return NULL;
+    }
+    Windows w;
+    if (windows_alloc(&w, n) < 0)
+        return NULL;
+    Py_ssize_t *idx = PyMem_Calloc((size_t)n * 3 + 3, sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (idx == NULL) {
+        PyErr_NoMemory();
+        goto end;
+    }
+    int ok = read_windows(&w, accept_on, window, series, runs, accepts, gens, times, bins_per_e, bucket_s);
+    if (ok <= 0) {
+        result = ok < 0 ? NULL : PyLong_FromLong(-1);
+        goto end;
+    }
+    Py_ssize_t nd = w.n;
+    if (nd == 0) {
+        result = PyLong_FromLong(0);
+        goto end;
+    }
+    int on = accept_on != Py_None && PyObject_IsTrue(accept_on) == 1;
+    PyObject *tagger = PyObject_GetAttrString(scan, "tagger");
+    PyObject *last = tagger ? Py_BuildValue("(nOL)", seg, Py_False, w.bin[nd - 1]) : NULL;
+    int bad = last == NULL || PyObject_SetAttrString(tagger, "_last", last) < 0;
+    Py_XDECREF(tagger);
+    Py_XDECREF(last);
+    if (bad)
+        goto end;
+    for (Py_ssize_t i = 0; i < nd; i++)
+        idx[i] = i;
+    if (on) {
+        PyObject *acc4 = PyObject_GetAttrString(t, "accept");
+        bad = acc4 == NULL || fold(acc4, 0, w.acc, w.a, idx, nd) < 0;
+        Py_XDECREF(acc4);
+        if (bad)
+            goto end;
+    }
+    if (add_attr(scan, "windows", nd) < 0 || add_attr(t, "windows", nd) < 0)
+        goto end;
+    PyObject *ranks = PyObject_GetAttrString(t, "ranks");
+    if (ranks == NULL || !PySet_Check(ranks)) {
+        if (ranks != NULL)
+            PyErr_SetString(PyExc_TypeError, "_fastlog: ranks not a set");
+        Py_XDECREF(ranks);
+        goto end;
+    }
+    for (Py_ssize_t i = 0; i < nd; i++)
+        if (PySet_Add(ranks, w.series[i]) < 0) {
+            Py_DECREF(ranks);
+            goto end;
+        }
+    Py_DECREF(ranks);
+    PyObject *steady = PyObject_GetAttrString(t, "steady");
+    bad = steady == NULL || !PyDict_Check(steady) || count_steady(steady, &w, on, idx) < 0;
+    if (steady != NULL && !PyDict_Check(steady) && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "_fastlog: steady not a dict");
+    Py_XDECREF(steady);
+    if (bad || tally_buckets(scan, t, &w, idx, idx + nd + 1, idx + 2 * nd + 2, builtin_sum) < 0)
+        goto end;
+    if (codes != Py_None) {  /* tag_code((seg, False, bin)) of each window */
+        PyObject *b = PyBytes_FromStringAndSize(NULL, nd * (Py_ssize_t)sizeof(long long));
+        if (b == NULL)
+            goto end;
+        long long *c = (long long *)PyBytes_AS_STRING(b), base = ((long long)(2 * seg) << 22) + bin0;
+        for (Py_ssize_t i = 0; i < nd; i++)
+            c[i] = w.bin[i] + base;
+        PyObject *r = PyObject_CallMethod(codes, "frombytes", "O", b);
+        Py_DECREF(b);
+        if (r == NULL)
+            goto end;
+        Py_DECREF(r);
+    }
+    result = PyLong_FromSsize_t(nd);
+end:
+    windows_free(&w);
+    PyMem_Free(idx);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"kept", kept, METH_VARARGS,
      "kept(data, needles, long) -> (lines, [(index, line)]): the lines holding none of the needles or long"},
+    {"tally", tally, METH_VARARGS, "the windows of a steady run into the scan's tally (logcolumns._steady_run)"},
     {"scan", scan, METH_VARARGS,
      "scan(data, pos, line_no, (decode spec, prefill spec), (minutes, tails, dumps, banner), rows, batch, "
      "offset) -> (pos, line_no, skipped, records, line or None)"},

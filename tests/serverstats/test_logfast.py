@@ -28,7 +28,7 @@ class Counting:
     """logfast.FAST that counts the records the C reader made."""
 
     def __init__(self, fast):
-        self.fast, self.records = fast, 0
+        self.fast, self.records, self.tally, self.kept = fast, 0, fast.tally, fast.kept
 
     def scan(self, *args):
         got = self.fast.scan(*args)
