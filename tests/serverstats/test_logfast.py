@@ -96,6 +96,28 @@ def test_mutated_logs_read_the_same_in_c_and_python(tmp_path, monkeypatch, seed)
 
 
 @needs_c
+@pytest.mark.parametrize("ranks", [("TP0",), ("DP0 TP0", "DP1 TP0")])
+def test_windows_of_varied_round_times_read_the_same_in_c_and_python(tmp_path, monkeypatch, ranks):
+    # as in a busy server's log: every window's round time a little different (several
+    # round-time bins in each 10 s clock bucket), DP ranks taking turns, requests coming and going
+    rng = random.Random(len(ranks))
+    lines, t = [], 1.78e9
+    for _ in range(300):
+        running = rng.randint(1, 12)
+        rank = rng.choice(ranks)
+        lines.append(sgl_prefill(t, running - 1, rank))
+        for _ in range(rng.randint(1, 12)):
+            t += rng.choice([0.5, 2.2, 2.2, 9.0])
+            accept = rng.uniform(2.5, 4.0)
+            lines.append(sgl_decode(t, accept, running * accept / 0.0554 * rng.uniform(0.9, 1.1), running,
+                                    rng.choice(ranks)))
+    f = tmp_path / "busy.log"
+    f.write_text("".join(x + "\n" for x in lines))
+    (_, _, summary, _), by_c = both_paths_agree(f, monkeypatch, sizes=(None, 16384, 2048))
+    assert summary["windows"] > 1000 and by_c > 5000
+
+
+@needs_c
 def test_hostile_bytes_read_the_same_in_c_and_python(tmp_path, monkeypatch):
     # a 10 MB line, binary garbage, a NUL, numbers of 400 digits, a line cut mid-stamp, no final line feed
     good = sgl_decode(1.78e9, 3.0, 60.0)
