@@ -1194,9 +1194,88 @@ end:
     return result;
 }
 
+/* ---------------------------------------------------------------- warm-up flags
+
+   nuls(chunk) -> how many bytes 0 it holds; fill(chunk, marks) -> chunk with its i-th
+   byte 0 replaced by marks[i] (logfused.copy_records' flags), in one pass. */
+
+static PyObject *nuls(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*:nuls", &b))
+        return NULL;
+    const char *p = b.buf, *end = p + b.len;
+    Py_ssize_t n = 0;
+    while (p < end && (p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+        n++;
+        p++;
+    }
+    PyBuffer_Release(&b);
+    return PyLong_FromSsize_t(n);
+}
+
+static PyObject *fill(PyObject *self, PyObject *args)
+{
+    Py_buffer b;
+    PyObject *marks, *out = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*O!:fill", &b, &PyList_Type, &marks))
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(marks), size = b.len;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *m = PyList_GET_ITEM(marks, i);
+        if (!PyBytes_Check(m)) {
+            PyErr_SetString(PyExc_TypeError, "fill: marks must be bytes");
+            goto end;
+        }
+        if (PyBytes_GET_SIZE(m) > PY_SSIZE_T_MAX - size) {
+            PyErr_NoMemory();
+            goto end;
+        }
+        size += PyBytes_GET_SIZE(m) - 1;
+    }
+    out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        goto end;
+    const char *p = b.buf, *end = p + b.len;
+    char *q = PyBytes_AS_STRING(out), *qend = q + size;
+    Py_ssize_t i = 0;
+    for (;;) {
+        const char *z = p < end ? memchr(p, 0, (size_t)(end - p)) : NULL;
+        Py_ssize_t run = (z ? z : end) - p;
+        if (z != NULL && i >= k) {
+            PyErr_SetString(PyExc_ValueError, "fill: fewer marks than bytes 0");
+            Py_CLEAR(out);
+            goto end;
+        }
+        if (run > qend - q)
+            break;
+        memcpy(q, p, (size_t)run);
+        q += run;
+        if (z == NULL)
+            break;
+        PyObject *m = PyList_GET_ITEM(marks, i++);
+        if (PyBytes_GET_SIZE(m) > qend - q)
+            break;
+        memcpy(q, PyBytes_AS_STRING(m), (size_t)PyBytes_GET_SIZE(m));
+        q += PyBytes_GET_SIZE(m);
+        p = z + 1;
+    }
+    if (q != qend || i != k) {
+        PyErr_SetString(PyExc_ValueError, "fill: more marks than bytes 0");
+        Py_CLEAR(out);
+    }
+end:
+    PyBuffer_Release(&b);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"kept", kept, METH_VARARGS,
      "kept(data, needles, long) -> (lines, [(index, line)]): the lines holding none of the needles or long"},
+    {"nuls", nuls, METH_VARARGS, "nuls(chunk) -> how many bytes 0 it holds"},
+    {"fill", fill, METH_VARARGS, "fill(chunk, marks) -> the chunk, its i-th byte 0 replaced by marks[i]"},
     {"tally", tally, METH_VARARGS, "the windows of a steady run into the scan's tally (logcolumns._steady_run)"},
     {"scan", scan, METH_VARARGS,
      "scan(data, pos, line_no, (decode spec, prefill spec), (minutes, tails, dumps, banner), rows, batch, "

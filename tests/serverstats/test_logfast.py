@@ -350,3 +350,13 @@ def test_the_settings_pass_reads_the_same_with_the_c_line_filter(tmp_path, monke
     segments = _settings_both_ways(hostile, monkeypatch)
     # the lines past 65536 characters are not read (settings.MAX_LINE); the tp_size=3 line is
     assert found > 40 and [s.settings.tp for s in segments] == [None, 3, None]
+
+
+@needs_c
+def test_flags_fill_each_byte_0_in_order_and_a_miscount_is_an_error():
+    fast = logfast.FAST
+    assert (fast.nuls(b"\x00a\x00\x00"), fast.fill(b"{\x00},{\x00}", [b"true", b"false"])) == (3, b"{true},{false}")
+    assert fast.fill(b"", []) == b"" and fast.nuls(b"") == 0
+    for chunk, marks in [(b"a\x00", []), (b"a", [b"x"]), (b"\x00\x00", [b"x"])]:
+        with pytest.raises(ValueError):
+            fast.fill(chunk, marks)
