@@ -64,7 +64,13 @@ static int buf_add(Buf *b, const char *s, Py_ssize_t n)
         b->p = p;
         b->cap = cap;
     }
-    memcpy(b->p + b->len, s, (size_t)n);
+    char *q = b->p + b->len;
+    if (n <= 32) {  /* most pieces: a call to memcpy costs more than the copy */
+        for (Py_ssize_t i = 0; i < n; i++)
+            q[i] = s[i];
+    } else {
+        memcpy(q, s, (size_t)n);
+    }
     b->len += n;
     return 0;
 }
@@ -280,6 +286,10 @@ static int in_range(const Spec *s, PyObject *run, double r, PyObject *acc, doubl
 typedef struct {            /* the stamp of the line before: the same text gives the same values */
     Py_ssize_t at, len;     /* its text in the block, len 0: none yet */
     PyObject *time_s, *series, *time_j, *rank_j;  /* owned */
+    char minute[18];        /* the last minute looked up, and its minutes[] value (owned, NULL: none) */
+    PyObject *base;
+    Py_ssize_t tail_at, tail_len;  /* the last tail looked up (in the block), and its tails[] value */
+    PyObject *tail;
 } Stamp;
 
 static void stamp_clear(Stamp *st)
@@ -289,6 +299,13 @@ static void stamp_clear(Stamp *st)
     Py_CLEAR(st->time_j);
     Py_CLEAR(st->rank_j);
     st->len = 0;
+}
+
+static void stamp_free(Stamp *st)
+{
+    stamp_clear(st);
+    Py_CLEAR(st->base);
+    Py_CLEAR(st->tail);
 }
 
 static PyObject *text_of(const char *p, Py_ssize_t at, Py_ssize_t len)
@@ -304,20 +321,31 @@ static int read_stamp(const char *p, Py_ssize_t s, Py_ssize_t body, PyObject *mi
     if (st->len == body - s && memcmp(p + st->at, p + s, (size_t)st->len) == 0)
         return 0;
     stamp_clear(st);
-    PyObject *key = text_of(p, s, 18), *base = NULL, *tail = NULL, *t = NULL, *j = NULL;
-    if (key == NULL)
-        return -1;
-    base = PyObject_GetItem(minutes, key);
-    Py_DECREF(key);
-    if (base == NULL)
-        return -1;
-    key = text_of(p, s + 20, body - s - 20);
-    if (key == NULL)
-        goto fail;
-    tail = PyObject_GetItem(tails, key);
-    Py_DECREF(key);
-    if (tail == NULL)
-        goto fail;
+    PyObject *key, *base = NULL, *tail = NULL, *t = NULL, *j = NULL;
+    if (st->base == NULL || memcmp(st->minute, p + s, 18) != 0) {  /* minutes[] and tails[] are pure */
+        Py_CLEAR(st->base);
+        if ((key = text_of(p, s, 18)) == NULL)
+            return -1;
+        st->base = PyObject_GetItem(minutes, key);
+        Py_DECREF(key);
+        if (st->base == NULL)
+            return -1;
+        memcpy(st->minute, p + s, 18);
+    }
+    base = Py_NewRef(st->base);
+    if (st->tail == NULL || st->tail_len != body - s - 20
+        || memcmp(p + st->tail_at, p + s + 20, (size_t)st->tail_len) != 0) {
+        Py_CLEAR(st->tail);
+        if ((key = text_of(p, s + 20, body - s - 20)) == NULL)
+            goto fail;
+        st->tail = PyObject_GetItem(tails, key);
+        Py_DECREF(key);
+        if (st->tail == NULL)
+            goto fail;
+        st->tail_at = s + 20;
+        st->tail_len = body - s - 20;
+    }
+    tail = Py_NewRef(st->tail);
     if (!PyTuple_Check(tail) || PyTuple_GET_SIZE(tail) != 3) {
         PyErr_SetString(PyExc_TypeError, "_fastlog: tails[] not (ms, series, rank's JSON)");
         goto fail;
@@ -371,13 +399,20 @@ static int add_text(Buf *b, const char *p, const Span *g) { return buf_add(b, p 
 /* The record's JSON: the template's pieces with the slots filled (logfused's template % ...) */
 static int write_record(Buf *b, const Spec *sp, const char *p, const Span *g, long long line_no, Stamp *st)
 {
-    char num[32];
-    int n = snprintf(num, sizeof num, "%lld", line_no);
+    char digits[24], *num = digits + sizeof digits;  /* line_no in decimal, as %d writes it */
+    unsigned long long v = line_no < 0 ? 0ULL - (unsigned long long)line_no : (unsigned long long)line_no;
+    do {
+        *--num = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (line_no < 0)
+        *--num = '-';
+    int n = (int)(digits + sizeof digits - num);
     Py_ssize_t rl;
     const char *rank = PyUnicode_AsUTF8AndSize(st->rank_j, &rl);
     Py_ssize_t fl;
     const char *flag = PyUnicode_AsUTF8AndSize(sp->flag, &fl);
-    if (rank == NULL || flag == NULL || n < 0 || n >= (int)sizeof num)
+    if (rank == NULL || flag == NULL)
         return -1;
     if (buf_add(b, sp->tpl[0], sp->tpl_len[0]) || buf_add(b, num, n) || buf_add(b, sp->tpl[1], sp->tpl_len[1])
         || buf_add(b, PyBytes_AS_STRING(st->time_j), PyBytes_GET_SIZE(st->time_j))
@@ -475,7 +510,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
     Spec *specs = PyMem_Calloc(2, sizeof(Spec));
     Span *g = PyMem_Calloc(MAX_PIECES, sizeof(Span));
     Buf out = {NULL, 0, 0};
-    Stamp st = {0, 0, NULL, NULL, NULL, NULL};
+    Stamp st;
+    memset(&st, 0, sizeof st);
     PyObject *result = NULL, *back = NULL;
     Py_ssize_t skipped = 0, n_out = 0;
     int have[2];
@@ -536,7 +572,7 @@ static PyObject *scan(PyObject *self, PyObject *args)
     result = Py_BuildValue("nLnnO", pos, line_no, skipped, n_out, back ? back : Py_None);
 end:
     Py_XDECREF(back);
-    stamp_clear(&st);
+    stamp_free(&st);
     PyMem_Free(out.p);
     PyMem_Free(specs);
     PyMem_Free(g);
@@ -628,9 +664,10 @@ static int windows_alloc(Windows *w, Py_ssize_t n)
         PyErr_NoMemory();
         return -1;
     }
-    w->series = PyMem_Calloc((size_t)n * 5 + 1, sizeof(PyObject *));
-    w->r = PyMem_Calloc((size_t)n * 4 + 1, sizeof(double));
-    w->bin = PyMem_Calloc((size_t)n * 2 + 1, sizeof(long long));
+    /* each entry is written before it is read (read_windows fills the first w->n) */
+    w->series = PyMem_Malloc(((size_t)n * 5 + 1) * sizeof(PyObject *));
+    w->r = PyMem_Malloc(((size_t)n * 4 + 1) * sizeof(double));
+    w->bin = PyMem_Malloc(((size_t)n * 2 + 1) * sizeof(long long));
     if (w->series == NULL || w->r == NULL || w->bin == NULL) {
         windows_free(w);
         PyErr_NoMemory();
@@ -1063,7 +1100,7 @@ static int tally_buckets(PyObject *scan, PyObject *t, const Windows *w, Py_ssize
         if (i == 0 || w->key[i] != w->key[i - 1])
             idx[groups++] = i;  /* where each group starts */
     idx[groups] = n;
-    Py_ssize_t *members = PyMem_Calloc((size_t)n + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *members = PyMem_Malloc(((size_t)n + 1) * sizeof(Py_ssize_t));
     if (members == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -1119,7 +1156,7 @@ static PyObject *tally(PyObject *self, PyObject *args)
     Windows w;
     if (windows_alloc(&w, n) < 0)
         return NULL;
-    Py_ssize_t *idx = PyMem_Calloc((size_t)n * 3 + 3, sizeof(Py_ssize_t));
+    Py_ssize_t *idx = PyMem_Malloc(((size_t)n * 3 + 3) * sizeof(Py_ssize_t));  /* written before read */
     PyObject *result = NULL;
     if (idx == NULL) {
         PyErr_NoMemory();
