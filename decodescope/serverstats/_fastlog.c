@@ -65,7 +65,18 @@ static int buf_add(Buf *b, const char *s, Py_ssize_t n)
         b->cap = cap;
     }
     char *q = b->p + b->len;
-    if (n <= 32) {  /* most pieces: a call to memcpy costs more than the copy */
+    /* most pieces are short: two fixed-size copies that may overlap (each compiled to a
+       load and a store) cost less than a call to memcpy; each reads and writes within n */
+    if (n >= 16 && n <= 32) {
+        memcpy(q, s, 16);
+        memcpy(q + n - 16, s + n - 16, 16);
+    } else if (n >= 8 && n < 16) {
+        memcpy(q, s, 8);
+        memcpy(q + n - 8, s + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(q, s, 4);
+        memcpy(q + n - 4, s + n - 4, 4);
+    } else if (n < 4) {
         for (Py_ssize_t i = 0; i < n; i++)
             q[i] = s[i];
     } else {
