@@ -117,7 +117,9 @@ static int read_spec(PyObject *o, Spec *s, int *present)
                           &PyTuple_Type, &types, &PyTuple_Type, &idx, &PyTuple_Type, &tpl))
         return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(lits);
-    if (n < 1 || n > MAX_PIECES || PyTuple_GET_SIZE(types) != n) {
+    if (n > MAX_PIECES)  /* a line of that many pieces is left to Python */
+        return 0;
+    if (n < 1 || PyTuple_GET_SIZE(types) != n) {
         PyErr_SetString(PyExc_ValueError, "spec: bad pieces");
         return -1;
     }
@@ -518,8 +520,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*nL(OO)(OOOy#)O!OL:scan", &data, &pos, &line_no, &dspec, &pspec, &minutes, &tails,
                           &dumps, &banner, &banner_len, &PyList_Type, &rows, &batch, &offset))
         return NULL;
-    Spec *specs = PyMem_Calloc(2, sizeof(Spec));
-    Span *g = PyMem_Calloc(MAX_PIECES, sizeof(Span));
+    Spec *specs = PyMem_Malloc(2 * sizeof(Spec));  /* filled by read_spec before any use */
+    Span *g = PyMem_Malloc(MAX_PIECES * sizeof(Span));  /* each written before it is read */
     Buf out = {NULL, 0, 0};
     Stamp st;
     memset(&st, 0, sizeof st);

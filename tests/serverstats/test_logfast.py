@@ -360,3 +360,14 @@ def test_flags_fill_each_byte_0_in_order_and_a_miscount_is_an_error():
     for chunk, marks in [(b"a\x00", []), (b"a", [b"x"]), (b"\x00\x00", [b"x"])]:
         with pytest.raises(ValueError):
             fast.fill(chunk, marks)
+
+
+@needs_c
+def test_a_line_of_300_pieces_is_left_to_python_and_reads_the_same(tmp_path, monkeypatch):
+    # more pieces than the C reader takes (256): its lines go to Python, with the same output
+    extra = ", ".join(f"k{i}: {i}" for i in range(300))
+    lines = [sgl_decode(1.78e9 + 2 * i, 3.0, 60.0) + ", " + extra for i in range(400)]
+    f = tmp_path / "wide.log"
+    f.write_text("".join(x + "\n" for x in lines))
+    (_, _, summary, _), by_c = both_paths_agree(f, monkeypatch, sizes=(None, 65536))
+    assert summary["windows"] == 400 and by_c == 0
