@@ -593,40 +593,60 @@ end:
     return result;
 }
 
-/* kept(data, needles, long) -> (lines, [(index, line bytes)]): the lines of `data` (split
-   at "\n") holding none of the needles, and every line of `long` bytes or more, with their
-   index (0: the first line); `lines` how many lines `data` holds. */
+static int holds_any(const char *p, Py_ssize_t n, PyObject *needles)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(needles); i++) {
+        PyObject *nd = PyTuple_GET_ITEM(needles, i);
+        if (holds(p, n, PyBytes_AS_STRING(nd), PyBytes_GET_SIZE(nd)))
+            return 1;
+    }
+    return 0;
+}
+
+static int all_bytes(PyObject *t)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(t, i))) {
+            PyErr_SetString(PyExc_TypeError, "kept: needles must be bytes");
+            return 0;
+        }
+    return 1;
+}
+
+/* kept(data, skipped, wanted, follow, long, open) -> (lines, [(index, line bytes)], open):
+   the lines of `data` (split at "\n") that hold none of `skipped` and one of `wanted`, or
+   come right after such a line holding one of `follow` (`open`: the line before `data`
+   did), and every line of `long` bytes or more; with their index (0: the first line) and
+   how many lines `data` holds. Lines holding one of `skipped` do not count as "after". */
 static PyObject *kept(PyObject *self, PyObject *args)
 {
     Py_buffer data;
-    PyObject *needles;
+    PyObject *skipped, *wanted, *follow;
     Py_ssize_t long_line;
+    int open;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*O!n:kept", &data, &PyTuple_Type, &needles, &long_line))
+    if (!PyArg_ParseTuple(args, "y*O!O!O!np:kept", &data, &PyTuple_Type, &skipped, &PyTuple_Type, &wanted,
+                          &PyTuple_Type, &follow, &long_line, &open))
         return NULL;
     PyObject *out = PyList_New(0), *result = NULL;
-    Py_ssize_t k = PyTuple_GET_SIZE(needles), index = 0;
-    for (Py_ssize_t i = 0; i < k; i++)
-        if (!PyBytes_Check(PyTuple_GET_ITEM(needles, i))) {
-            PyErr_SetString(PyExc_TypeError, "kept: needles must be bytes");
-            goto end;
-        }
-    if (out == NULL)
+    Py_ssize_t index = 0;
+    if (out == NULL || !all_bytes(skipped) || !all_bytes(wanted) || !all_bytes(follow))
         goto end;
     const char *p = data.buf;
     Py_ssize_t n = data.len, pos = 0;
     for (;; index++) {
         const char *nl = pos < n ? memchr(p + pos, '\n', (size_t)(n - pos)) : NULL;
         Py_ssize_t e = nl ? nl - p : n, len = e - pos;
-        int keep = len >= long_line;
-        for (Py_ssize_t i = 0; !keep && i < k; i++) {
-            PyObject *nd = PyTuple_GET_ITEM(needles, i);
-            if (holds(p + pos, len, PyBytes_AS_STRING(nd), PyBytes_GET_SIZE(nd)))
-                break;
-            if (i == k - 1)
-                keep = 1;
+        int keep;
+        if (len >= long_line) {  /* Python reads it as the text pass would (capped); the next line too */
+            keep = open = 1;
+        } else if (holds_any(p + pos, len, skipped)) {
+            keep = 0;
+        } else {
+            keep = open || holds_any(p + pos, len, wanted);
+            open = holds_any(p + pos, len, follow);
         }
-        if (keep || k == 0) {
+        if (keep) {
             PyObject *item = Py_BuildValue("(ny#)", index, p + pos, len);
             if (item == NULL || PyList_Append(out, item) < 0) {
                 Py_XDECREF(item);
@@ -638,13 +658,12 @@ static PyObject *kept(PyObject *self, PyObject *args)
             break;
         pos = e + 1;
     }
-    result = Py_BuildValue("nO", index + 1, out);
+    result = Py_BuildValue("nOO", index + 1, out, open ? Py_True : Py_False);
 end:
     Py_XDECREF(out);
     PyBuffer_Release(&data);
     return result;
 }
-
 
 /* ---------------------------------------------------------------- the steady-run tally
 
@@ -1323,7 +1342,8 @@ end:
 
 static PyMethodDef methods[] = {
     {"kept", kept, METH_VARARGS,
-     "kept(data, needles, long) -> (lines, [(index, line)]): the lines holding none of the needles or long"},
+     "kept(data, skipped, wanted, follow, long, open) -> (lines, [(index, line)], open): the lines the settings "
+     "pass reads"},
     {"nuls", nuls, METH_VARARGS, "nuls(chunk) -> how many bytes 0 it holds"},
     {"fill", fill, METH_VARARGS, "fill(chunk, marks) -> the chunk, its i-th byte 0 replaced by marks[i]"},
     {"tally", tally, METH_VARARGS, "the windows of a steady run into the scan's tally (logcolumns._steady_run)"},

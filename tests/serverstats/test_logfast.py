@@ -371,3 +371,21 @@ def test_a_line_of_300_pieces_is_left_to_python_and_reads_the_same(tmp_path, mon
     f.write_text("".join(x + "\n" for x in lines))
     (_, _, summary, _), by_c = both_paths_agree(f, monkeypatch, sizes=(None, 65536))
     assert summary["windows"] == 400 and by_c == 0
+
+
+@needs_c
+def test_a_llamacpp_device_list_reads_the_same_with_the_c_line_filter(tmp_path, monkeypatch):
+    # the list stays open over skipped statistics lines and closes at the first other line:
+    # devices 0 and 1 (a decode line between them), not the stray device 2 after a plain line
+    decode = sgl_decode(1.78e9, 3.0, 60.0)
+    lines = ["ggml_cuda_init: found 2 CUDA devices:", "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6",
+             decode, "  Device 1: NVIDIA GeForce RTX 3090, compute capability 8.6", "llm_load_tensors: plain text",
+             "  Device 2: NVIDIA A100-SXM4-80GB, compute capability 8.0"]
+    f = tmp_path / "devices.log"
+    text = "".join(x + "\n" for x in lines)
+    # the "found" line ends exactly where the C filter's first 1 MiB block does: the list is cut across blocks
+    fill = (1 << 20) - len(lines[0]) - 1
+    for head in ("", ("y" * 99 + "\n") * (fill // 100) + "y" * (fill % 100 - 1) + "\n"):
+        f.write_text(head + text + text)
+        segments = _settings_both_ways(f, monkeypatch)
+        assert [s.settings.gpus for s in segments] == [("NVIDIA GeForce RTX 3090",) * 2]
