@@ -1265,18 +1265,20 @@ end:
 
 /* ---------------------------------------------------------------- warm-up flags
 
-   nuls(chunk) -> how many bytes 0 it holds; fill(chunk, marks) -> chunk with its i-th
+   count(chunk, byte) -> how many times the byte occurs (bytes.count reads one byte at a
+   time, memchr skips ahead); fill(chunk, marks) -> chunk with its i-th
    byte 0 replaced by marks[i] (logfused.copy_records' flags), in one pass. */
 
-static PyObject *nuls(PyObject *self, PyObject *args)
+static PyObject *count(PyObject *self, PyObject *args)
 {
     Py_buffer b;
+    unsigned char c;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*:nuls", &b))
+    if (!PyArg_ParseTuple(args, "y*b:count", &b, &c))
         return NULL;
     const char *p = b.buf, *end = p + b.len;
     Py_ssize_t n = 0;
-    while (p < end && (p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+    while (p < end && (p = memchr(p, c, (size_t)(end - p))) != NULL) {
         n++;
         p++;
     }
@@ -1344,7 +1346,7 @@ static PyMethodDef methods[] = {
     {"kept", kept, METH_VARARGS,
      "kept(data, skipped, wanted, follow, long, open) -> (lines, [(index, line)], open): the lines the settings "
      "pass reads"},
-    {"nuls", nuls, METH_VARARGS, "nuls(chunk) -> how many bytes 0 it holds"},
+    {"count", count, METH_VARARGS, "count(chunk, byte) -> how many times the byte occurs in the chunk"},
     {"fill", fill, METH_VARARGS, "fill(chunk, marks) -> the chunk, its i-th byte 0 replaced by marks[i]"},
     {"tally", tally, METH_VARARGS, "the windows of a steady run into the scan's tally (logcolumns._steady_run)"},
     {"scan", scan, METH_VARARGS,

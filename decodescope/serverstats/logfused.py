@@ -345,7 +345,7 @@ def copy_records(out, records, tags, join, deferred: list, limits: list) -> None
     fast = logfast.FAST
     while chunk := records.read(1 << 22):
         codes = array.array("q")
-        codes.fromfile(tags, chunk.count(b"\x00") if fast is None else fast.nuls(chunk))
+        codes.fromfile(tags, chunk.count(b"\x00") if fast is None else fast.count(chunk, 0))
         marks = list(map(flags.__getitem__, codes))
         if fast is not None:  # the same bytes in one pass (bytes.count reads a byte at a time)
             out.write(fast.fill(chunk, marks))

@@ -176,11 +176,13 @@ def _outputs(stem: str | None):
 def _lines_before(f, end: int) -> int:
     """Line feeds in the first `end` bytes: the line number before a range (counted at
     gigabytes a second, so each range's records carry their final line numbers)."""
+    from decodescope.serverstats.logfast import FAST
+
     n = 0
     while end > 0:
         chunk = f.read(min(end, 1 << 24))
         if not chunk:
             break
-        n += chunk.count(b"\n")
+        n += chunk.count(b"\n") if FAST is None else FAST.count(chunk, 10)
         end -= len(chunk)
     return n
