@@ -1,0 +1,299 @@
+/* scan(): the quick lines of a block, their rows and records (part of _fastlog.c, which
+   includes it: one translation unit) */
+
+typedef struct {            /* the stamp of the line before: the same text gives the same values */
+    Py_ssize_t at, len;     /* its text in the block, len 0: none yet */
+    PyObject *time_s, *series, *time_j, *rank_j;  /* owned */
+    char minute[18];        /* the last minute looked up, and its minutes[] value (owned, NULL: none) */
+    PyObject *base;
+    Py_ssize_t tail_at, tail_len;  /* the last tail looked up (in the block), and its tails[] value */
+    PyObject *tail;
+} Stamp;
+
+static void stamp_clear(Stamp *st)
+{
+    Py_CLEAR(st->time_s);
+    Py_CLEAR(st->series);
+    Py_CLEAR(st->time_j);
+    Py_CLEAR(st->rank_j);
+    st->len = 0;
+}
+
+static void stamp_free(Stamp *st)
+{
+    stamp_clear(st);
+    Py_CLEAR(st->base);
+    Py_CLEAR(st->tail);
+}
+
+static PyObject *text_of(const char *p, Py_ssize_t at, Py_ssize_t len)
+{
+    return PyUnicode_DecodeASCII(p + at, len, "strict");
+}
+
+/* time_s, series, time_s's JSON, rank's JSON of the stamp [s, body): logfused's
+   minutes[minute] + SECONDS[ss] (+ ms), tails[tail]; 0, or -1 on an error. */
+static int read_stamp(const char *p, Py_ssize_t s, Py_ssize_t body, PyObject *minutes, PyObject *tails,
+                      PyObject *dumps, Stamp *st)
+{
+    if (st->len == body - s && memcmp(p + st->at, p + s, (size_t)st->len) == 0)
+        return 0;
+    stamp_clear(st);
+    PyObject *key, *base = NULL, *tail = NULL, *t = NULL, *j = NULL;
+    if (st->base == NULL || memcmp(st->minute, p + s, 18) != 0) {  /* minutes[] and tails[] are pure */
+        Py_CLEAR(st->base);
+        if ((key = text_of(p, s, 18)) == NULL)
+            return -1;
+        st->base = PyObject_GetItem(minutes, key);
+        Py_DECREF(key);
+        if (st->base == NULL)
+            return -1;
+        memcpy(st->minute, p + s, 18);
+    }
+    base = Py_NewRef(st->base);
+    if (st->tail == NULL || st->tail_len != body - s - 20
+        || memcmp(p + st->tail_at, p + s + 20, (size_t)st->tail_len) != 0) {
+        Py_CLEAR(st->tail);
+        if ((key = text_of(p, s + 20, body - s - 20)) == NULL)
+            goto fail;
+        st->tail = PyObject_GetItem(tails, key);
+        Py_DECREF(key);
+        if (st->tail == NULL)
+            goto fail;
+        st->tail_at = s + 20;
+        st->tail_len = body - s - 20;
+    }
+    tail = Py_NewRef(st->tail);
+    if (!PyTuple_Check(tail) || PyTuple_GET_SIZE(tail) != 3) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: tails[] not (ms, series, rank's JSON)");
+        goto fail;
+    }
+    if (base == Py_None) {
+        t = Py_NewRef(Py_None);
+    } else {
+        PyObject *sec = PyLong_FromLong((p[s + 18] - '0') * 10 + (p[s + 19] - '0'));
+        if (sec == NULL)
+            goto fail;
+        t = PyNumber_Add(base, sec);
+        Py_DECREF(sec);
+        if (t == NULL)
+            goto fail;
+        int ms = PyObject_IsTrue(PyTuple_GET_ITEM(tail, 0));
+        if (ms < 0)
+            goto fail;
+        if (ms) {
+            PyObject *t2 = PyNumber_Add(t, PyTuple_GET_ITEM(tail, 0));
+            Py_SETREF(t, t2);
+            if (t == NULL)
+                goto fail;
+        }
+    }
+    j = PyObject_CallOneArg(dumps, t);
+    if (j == NULL)
+        goto fail;
+    if (!PyBytes_Check(j) || !PyUnicode_Check(PyTuple_GET_ITEM(tail, 2))) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: dumps() not bytes or rank's JSON not str");
+        goto fail;
+    }
+    st->at = s;
+    st->len = body - s;
+    st->time_s = t;
+    st->time_j = j;
+    st->series = Py_NewRef(PyTuple_GET_ITEM(tail, 1));
+    st->rank_j = Py_NewRef(PyTuple_GET_ITEM(tail, 2));
+    Py_DECREF(base);
+    Py_DECREF(tail);
+    return 0;
+fail:
+    Py_XDECREF(base);
+    Py_XDECREF(tail);
+    Py_XDECREF(t);
+    Py_XDECREF(j);
+    return -1;
+}
+
+static int add_text(Buf *b, const char *p, const Span *g) { return buf_add(b, p + g->at, g->len); }
+
+/* The record's JSON: the template's pieces with the slots filled (logfused's template % ...) */
+static int write_record(Buf *b, const Spec *sp, const char *p, const Span *g, long long line_no, Stamp *st)
+{
+    char digits[24], *num = digits + sizeof digits;  /* line_no in decimal, as %d writes it */
+    unsigned long long v = line_no < 0 ? 0ULL - (unsigned long long)line_no : (unsigned long long)line_no;
+    do {
+        *--num = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (line_no < 0)
+        *--num = '-';
+    int n = (int)(digits + sizeof digits - num);
+    Py_ssize_t rl;
+    const char *rank = PyUnicode_AsUTF8AndSize(st->rank_j, &rl);
+    Py_ssize_t fl;
+    const char *flag = PyUnicode_AsUTF8AndSize(sp->flag, &fl);
+    if (rank == NULL || flag == NULL)
+        return -1;
+    if (buf_add(b, sp->tpl[0], sp->tpl_len[0]) || buf_add(b, num, n) || buf_add(b, sp->tpl[1], sp->tpl_len[1])
+        || buf_add(b, PyBytes_AS_STRING(st->time_j), PyBytes_GET_SIZE(st->time_j))
+        || buf_add(b, sp->tpl[2], sp->tpl_len[2]) || buf_add(b, rank, rl) || buf_add(b, sp->tpl[3], sp->tpl_len[3])
+        || (sp->ai < 0 ? buf_add(b, "null", 4) : add_text(b, p, &g[sp->ai]))
+        || buf_add(b, sp->tpl[4], sp->tpl_len[4])
+        || (sp->gi < 0 ? buf_add(b, "null", 4) : add_text(b, p, &g[sp->gi]))
+        || buf_add(b, sp->tpl[5], sp->tpl_len[5]) || buf_add(b, flag, fl) || buf_add(b, sp->tpl[6], sp->tpl_len[6]))
+        return -1;
+    for (int i = 0; i < sp->n_groups; i++)
+        if (add_text(b, p, &g[i]) || buf_add(b, sp->tpl[N_SLOTS + 1 + i], sp->tpl_len[N_SLOTS + 1 + i]))
+            return -1;
+    return 0;
+}
+
+/* A quick line [s, e) of spec sp, its message from q (after the marker): its row appended
+   to rows and its record to out. 1: done; 0: not sure (Python reads it); -1: error. */
+static int quick_line(const char *p, Py_ssize_t s, Py_ssize_t body, Py_ssize_t e, const Spec *sp, Span *g,
+                      PyObject *ctx[3], Stamp *st, PyObject *rows, Buf *out, Py_ssize_t *n_out, long long line_no,
+                      long long offset)
+{
+    Py_ssize_t q = body + sp->marker_len;
+    if (e - q < 2 || (p[q] != ',' && p[q] != '.') || p[q + 1] != ' ')
+        return 0;
+    q += 2;
+    int gr = 0;
+    for (Py_ssize_t i = 0; i < sp->n; i++) {
+        if (!lit_at(p, q, e, sp->lit[i], sp->lit_len[i]))
+            return 0;
+        q += sp->lit_len[i];
+        int t = sp->type[i];
+        if (t == T_TRUE || t == T_FALSE) {
+            const char *w = t == T_TRUE ? "True" : "False";
+            Py_ssize_t wl = t == T_TRUE ? 4 : 5;
+            if (!lit_at(p, q, e, w, wl))
+                return 0;
+            q += wl;
+        } else {
+            q = value_end(p, q, e, t, &g[gr++]);
+            if (q < 0)
+                return 0;
+        }
+    }
+    if (q < e && p[q] == '\r')
+        q++;
+    if (q != e)
+        return 0;
+    PyObject *run = NULL, *acc = NULL, *gen = NULL;
+    double r = 0, a = 0, x = 0;
+    int ok = -1;
+    if (read_value(p, g, sp->ri, sp->rt, &run, &r) < 0 || read_value(p, g, sp->ai, sp->at, &acc, &a) < 0
+        || read_value(p, g, sp->gi, sp->gt, &gen, &x) < 0)
+        goto done;
+    if (!in_range(sp, run, r, acc, a, gen, x)) {
+        ok = 0;
+        goto done;
+    }
+    if (read_stamp(p, s, body, ctx[0], ctx[1], ctx[2], st) < 0)
+        goto done;
+    ok = 1;
+done:
+    if (ok == 1) {
+        PyObject *ln = PyLong_FromLongLong(line_no);
+        PyObject *row = ln ? PyTuple_Pack(7, sp->kind, st->series, run ? run : Py_None, acc ? acc : Py_None,
+                                          gen ? gen : Py_None, st->time_s, ln) : NULL;
+        Py_XDECREF(ln);
+        if (row == NULL || PyList_Append(rows, row) < 0)
+            ok = -1;
+        Py_XDECREF(row);
+        if (ok == 1 && out != NULL) {
+            if ((*n_out && buf_add(out, ",\n", 2)) || write_record(out, sp, p, g, line_no + offset, st))
+                ok = -1;
+            else
+                ++*n_out;
+        }
+    }
+    Py_XDECREF(run);
+    Py_XDECREF(acc);
+    Py_XDECREF(gen);
+    return ok;
+}
+
+static PyObject *scan(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t pos;
+    long long line_no, offset;
+    PyObject *dspec, *pspec, *minutes, *tails, *dumps, *rows, *batch;
+    const char *banner;
+    Py_ssize_t banner_len;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*nL(OO)(OOOy#)O!OL:scan", &data, &pos, &line_no, &dspec, &pspec, &minutes, &tails,
+                          &dumps, &banner, &banner_len, &PyList_Type, &rows, &batch, &offset))
+        return NULL;
+    Spec *specs = PyMem_Malloc(2 * sizeof(Spec));  /* filled by read_spec before any use */
+    Span *g = PyMem_Malloc(MAX_PIECES * sizeof(Span));  /* each written before it is read */
+    Buf out = {NULL, 0, 0};
+    Stamp st;
+    memset(&st, 0, sizeof st);
+    PyObject *result = NULL, *back = NULL;
+    Py_ssize_t skipped = 0, n_out = 0;
+    int have[2];
+    if (specs == NULL || g == NULL) {
+        PyErr_NoMemory();
+        goto end;
+    }
+    if (batch != Py_None && !PyList_Check(batch)) {
+        PyErr_SetString(PyExc_TypeError, "scan: batch must be a list or None");
+        goto end;
+    }
+    if (read_spec(dspec, &specs[0], &have[0]) < 0 || read_spec(pspec, &specs[1], &have[1]) < 0)
+        goto end;
+    PyObject *ctx[3] = {minutes, tails, dumps};
+    const char *p = data.buf;
+    Py_ssize_t n = data.len;
+    if (pos < 0)
+        pos = 0;
+    while (pos <= n) {
+        Py_ssize_t s = pos;
+        const char *nl = s < n ? memchr(p + s, '\n', (size_t)(n - s)) : NULL;
+        Py_ssize_t e = nl ? nl - p : n;
+        pos = e + 1;
+        line_no++;
+        Py_ssize_t body = stamp_end(p, s, e);
+        if (body >= 0) {
+            for (int k = 0; k < 2; k++) {
+                const Spec *sp = &specs[k];
+                if (!have[k] || !lit_at(p, body, e, sp->marker, sp->marker_len))
+                    continue;
+                int r = quick_line(p, s, body, e, sp, g, ctx, &st, rows, batch == Py_None ? NULL : &out, &n_out,
+                                   line_no, offset);
+                if (r < 0)
+                    goto end;
+                if (r > 0)
+                    goto next;
+                break;
+            }
+        }
+        /* any other line: Python reads one holding "batch" or the banner, the rest are skipped */
+        if (holds(p + s, e - s, "batch", 5) || holds(p + s, e - s, banner, banner_len)) {
+            back = PyUnicode_DecodeUTF8(p + s, e - s, "replace");
+            if (back == NULL)
+                goto end;
+            break;
+        }
+        skipped++;
+    next:;
+    }
+    if (n_out) {
+        PyObject *text = PyUnicode_DecodeASCII(out.p, out.len, "strict");
+        if (text == NULL || PyList_Append(batch, text) < 0) {
+            Py_XDECREF(text);
+            goto end;
+        }
+        Py_DECREF(text);
+    }
+    result = Py_BuildValue("nLnnO", pos, line_no, skipped, n_out, back ? back : Py_None);
+end:
+    Py_XDECREF(back);
+    stamp_free(&st);
+    PyMem_Free(out.p);
+    PyMem_Free(specs);
+    PyMem_Free(g);
+    PyBuffer_Release(&data);
+    return result;
+}
