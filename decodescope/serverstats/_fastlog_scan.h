@@ -213,87 +213,100 @@ done:
     return ok;
 }
 
+typedef struct {            /* what scan() reads a block with, and what it has made */
+    Spec specs[2];          /* decode, prefill */
+    int have[2];            /* whether each spec was given */
+    Span g[MAX_PIECES];     /* the current line's values */
+    PyObject *ctx[3];       /* minutes, tails, dumps (borrowed) */
+    Stamp st;
+    PyObject *rows;         /* borrowed */
+    Buf out;                /* the records' JSON, ",\n" between them */
+    int write;              /* whether records are written */
+    Py_ssize_t n_out;       /* records written */
+    long long offset;       /* added to line numbers in the records */
+} Reader;
+
+/* the line [s, e): 1 when read as a quick line, 0 when it is any other line, -1 on an error */
+static int read_line(Reader *rd, const char *p, Py_ssize_t s, Py_ssize_t e, long long line_no)
+{
+    Py_ssize_t body = stamp_end(p, s, e);
+    if (body < 0)
+        return 0;
+    for (int k = 0; k < 2; k++) {
+        const Spec *sp = &rd->specs[k];
+        if (rd->have[k] && lit_at(p, body, e, sp->marker, sp->marker_len))
+            return quick_line(p, s, body, e, sp, rd->g, rd->ctx, &rd->st, rd->rows, rd->write ? &rd->out : NULL,
+                              &rd->n_out, line_no, rd->offset);
+    }
+    return 0;
+}
+
+/* the records read, as one str (",\n" between them), appended to batch */
+static int flush_records(Reader *rd, PyObject *batch)
+{
+    if (!rd->n_out)
+        return 0;
+    PyObject *text = PyUnicode_DecodeASCII(rd->out.p, rd->out.len, "strict");
+    int r = text == NULL ? -1 : PyList_Append(batch, text);
+    Py_XDECREF(text);
+    return r;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args)
 {
     Py_buffer data;
-    Py_ssize_t pos;
+    Py_ssize_t pos, skipped = 0;
     long long line_no, offset;
-    PyObject *dspec, *pspec, *minutes, *tails, *dumps, *rows, *batch;
+    PyObject *dspec, *pspec, *minutes, *tails, *dumps, *rows, *batch, *result = NULL, *back = NULL;
     const char *banner;
     Py_ssize_t banner_len;
     (void)self;
     if (!PyArg_ParseTuple(args, "y*nL(OO)(OOOy#)O!OL:scan", &data, &pos, &line_no, &dspec, &pspec, &minutes, &tails,
                           &dumps, &banner, &banner_len, &PyList_Type, &rows, &batch, &offset))
         return NULL;
-    Spec *specs = PyMem_Malloc(2 * sizeof(Spec));  /* filled by read_spec before any use */
-    Span *g = PyMem_Malloc(MAX_PIECES * sizeof(Span));  /* each written before it is read */
-    Buf out = {NULL, 0, 0};
-    Stamp st;
-    memset(&st, 0, sizeof st);
-    PyObject *result = NULL, *back = NULL;
-    Py_ssize_t skipped = 0, n_out = 0;
-    int have[2];
-    if (specs == NULL || g == NULL) {
+    Reader *rd = PyMem_Malloc(sizeof(Reader));  /* each field set below or before it is read */
+    if (rd == NULL) {
         PyErr_NoMemory();
         goto end;
     }
-    if (batch != Py_None && !PyList_Check(batch)) {
+    memset(&rd->st, 0, sizeof rd->st);
+    rd->out = (Buf){NULL, 0, 0};
+    rd->ctx[0] = minutes, rd->ctx[1] = tails, rd->ctx[2] = dumps;
+    rd->rows = rows, rd->write = batch != Py_None, rd->n_out = 0, rd->offset = offset;
+    if (rd->write && !PyList_Check(batch)) {
         PyErr_SetString(PyExc_TypeError, "scan: batch must be a list or None");
         goto end;
     }
-    if (read_spec(dspec, &specs[0], &have[0]) < 0 || read_spec(pspec, &specs[1], &have[1]) < 0)
+    if (read_spec(dspec, &rd->specs[0], &rd->have[0]) < 0 || read_spec(pspec, &rd->specs[1], &rd->have[1]) < 0)
         goto end;
-    PyObject *ctx[3] = {minutes, tails, dumps};
     const char *p = data.buf;
-    Py_ssize_t n = data.len;
-    if (pos < 0)
-        pos = 0;
-    while (pos <= n) {
+    for (pos = pos < 0 ? 0 : pos; pos <= data.len;) {
         Py_ssize_t s = pos;
-        const char *nl = s < n ? memchr(p + s, '\n', (size_t)(n - s)) : NULL;
-        Py_ssize_t e = nl ? nl - p : n;
+        const char *nl = s < data.len ? memchr(p + s, '\n', (size_t)(data.len - s)) : NULL;
+        Py_ssize_t e = nl ? nl - p : data.len;
         pos = e + 1;
-        line_no++;
-        Py_ssize_t body = stamp_end(p, s, e);
-        if (body >= 0) {
-            for (int k = 0; k < 2; k++) {
-                const Spec *sp = &specs[k];
-                if (!have[k] || !lit_at(p, body, e, sp->marker, sp->marker_len))
-                    continue;
-                int r = quick_line(p, s, body, e, sp, g, ctx, &st, rows, batch == Py_None ? NULL : &out, &n_out,
-                                   line_no, offset);
-                if (r < 0)
-                    goto end;
-                if (r > 0)
-                    goto next;
-                break;
-            }
-        }
+        int r = read_line(rd, p, s, e, ++line_no);
+        if (r < 0)
+            goto end;
+        if (r > 0)
+            continue;
         /* any other line: Python reads one holding "batch" or the banner, the rest are skipped */
         if (holds(p + s, e - s, "batch", 5) || holds(p + s, e - s, banner, banner_len)) {
-            back = PyUnicode_DecodeUTF8(p + s, e - s, "replace");
-            if (back == NULL)
+            if ((back = PyUnicode_DecodeUTF8(p + s, e - s, "replace")) == NULL)
                 goto end;
             break;
         }
         skipped++;
-    next:;
     }
-    if (n_out) {
-        PyObject *text = PyUnicode_DecodeASCII(out.p, out.len, "strict");
-        if (text == NULL || PyList_Append(batch, text) < 0) {
-            Py_XDECREF(text);
-            goto end;
-        }
-        Py_DECREF(text);
-    }
-    result = Py_BuildValue("nLnnO", pos, line_no, skipped, n_out, back ? back : Py_None);
+    if (flush_records(rd, batch) == 0)
+        result = Py_BuildValue("nLnnO", pos, line_no, skipped, rd->n_out, back ? back : Py_None);
 end:
     Py_XDECREF(back);
-    stamp_free(&st);
-    PyMem_Free(out.p);
-    PyMem_Free(specs);
-    PyMem_Free(g);
+    if (rd != NULL) {
+        stamp_free(&rd->st);
+        PyMem_Free(rd->out.p);
+        PyMem_Free(rd);
+    }
     PyBuffer_Release(&data);
     return result;
 }

@@ -261,6 +261,82 @@ end:
     return rc;
 }
 
+/* scan.tagger._last = (seg, False, the last window's bin) */
+static int set_last(PyObject *scan, Py_ssize_t seg, long long bin)
+{
+    PyObject *tagger = PyObject_GetAttrString(scan, "tagger");
+    PyObject *last = tagger ? Py_BuildValue("(nOL)", seg, Py_False, bin) : NULL;
+    int r = last == NULL ? -1 : PyObject_SetAttrString(tagger, "_last", last);
+    Py_XDECREF(tagger);
+    Py_XDECREF(last);
+    return r;
+}
+
+/* t.ranks.update(the windows' series) */
+static int add_ranks(PyObject *t, const Windows *w)
+{
+    PyObject *ranks = PyObject_GetAttrString(t, "ranks");
+    int r = ranks == NULL ? -1 : 0;
+    if (ranks != NULL && !PySet_Check(ranks)) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: ranks not a set");
+        r = -1;
+    }
+    for (Py_ssize_t i = 0; r == 0 && i < w->n; i++)
+        r = PySet_Add(ranks, w->series[i]);
+    Py_XDECREF(ranks);
+    return r;
+}
+
+/* logcolumns._steady into t.steady */
+static int add_steady(PyObject *t, const Windows *w, int on, Py_ssize_t *idx)
+{
+    PyObject *steady = PyObject_GetAttrString(t, "steady");
+    if (steady != NULL && !PyDict_Check(steady)) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: steady not a dict");
+        Py_CLEAR(steady);
+    }
+    int r = steady == NULL ? -1 : count_steady(steady, w, on, idx);
+    Py_XDECREF(steady);
+    return r;
+}
+
+/* codes.extend(tag_code((seg, False, bin)) of each window) */
+static int add_codes(PyObject *codes, const Windows *w, Py_ssize_t seg, long long bin0)
+{
+    PyObject *b = PyBytes_FromStringAndSize(NULL, w->n * (Py_ssize_t)sizeof(long long));
+    if (b == NULL)
+        return -1;
+    long long *c = (long long *)PyBytes_AS_STRING(b), base = ((long long)(2 * seg) << 22) + bin0;
+    for (Py_ssize_t i = 0; i < w->n; i++)
+        c[i] = w->bin[i] + base;
+    PyObject *r = PyObject_CallMethod(codes, "frombytes", "O", b);
+    Py_DECREF(b);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* logcolumns._tally of the windows w (at least one), in its order of updates */
+static int tally_windows(PyObject *scan, PyObject *t, Py_ssize_t seg, int on, const Windows *w, Py_ssize_t *idx,
+                         PyObject *codes, long long bin0, PyObject *builtin_sum)
+{
+    Py_ssize_t nd = w->n;
+    if (set_last(scan, seg, w->bin[nd - 1]) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < nd; i++)
+        idx[i] = i;
+    if (on) {
+        PyObject *acc4 = PyObject_GetAttrString(t, "accept");
+        int bad = acc4 == NULL || fold(acc4, 0, w->acc, w->a, idx, nd) < 0;
+        Py_XDECREF(acc4);
+        if (bad)
+            return -1;
+    }
+    if (add_attr(scan, "windows", nd) < 0 || add_attr(t, "windows", nd) < 0 || add_ranks(t, w) < 0
+        || add_steady(t, w, on, idx) < 0 || tally_buckets(scan, t, w, idx, idx + nd + 1, idx + 2 * nd + 2, builtin_sum) < 0)
+        return -1;
+    return codes == Py_None ? 0 : add_codes(codes, w, seg, bin0);
+}
+
 /* tally(scan, t, i, accept_on, window, series, runs, accepts, gens, times, codes, (bins per e, BUCKET_S, BIN0, sum))
    -> windows tallied, or -1: not steady, nothing changed */
 static PyObject *tally(PyObject *self, PyObject *args)
@@ -285,74 +361,15 @@ static PyObject *tally(PyObject *self, PyObject *args)
         return NULL;
     Py_ssize_t *idx = PyMem_Malloc(((size_t)n * 3 + 3) * sizeof(Py_ssize_t));  /* written before read */
     PyObject *result = NULL;
-    if (idx == NULL) {
+    int ok = idx == NULL ? -1 : read_windows(&w, accept_on, window, series, runs, accepts, gens, times, bins_per_e,
+                                             bucket_s);
+    if (idx == NULL)
         PyErr_NoMemory();
-        goto end;
-    }
-    int ok = read_windows(&w, accept_on, window, series, runs, accepts, gens, times, bins_per_e, bucket_s);
-    if (ok <= 0) {
-        result = ok < 0 ? NULL : PyLong_FromLong(-1);
-        goto end;
-    }
-    Py_ssize_t nd = w.n;
-    if (nd == 0) {
-        result = PyLong_FromLong(0);
-        goto end;
-    }
-    int on = accept_on != Py_None && PyObject_IsTrue(accept_on) == 1;
-    PyObject *tagger = PyObject_GetAttrString(scan, "tagger");
-    PyObject *last = tagger ? Py_BuildValue("(nOL)", seg, Py_False, w.bin[nd - 1]) : NULL;
-    int bad = last == NULL || PyObject_SetAttrString(tagger, "_last", last) < 0;
-    Py_XDECREF(tagger);
-    Py_XDECREF(last);
-    if (bad)
-        goto end;
-    for (Py_ssize_t i = 0; i < nd; i++)
-        idx[i] = i;
-    if (on) {
-        PyObject *acc4 = PyObject_GetAttrString(t, "accept");
-        bad = acc4 == NULL || fold(acc4, 0, w.acc, w.a, idx, nd) < 0;
-        Py_XDECREF(acc4);
-        if (bad)
-            goto end;
-    }
-    if (add_attr(scan, "windows", nd) < 0 || add_attr(t, "windows", nd) < 0)
-        goto end;
-    PyObject *ranks = PyObject_GetAttrString(t, "ranks");
-    if (ranks == NULL || !PySet_Check(ranks)) {
-        if (ranks != NULL)
-            PyErr_SetString(PyExc_TypeError, "_fastlog: ranks not a set");
-        Py_XDECREF(ranks);
-        goto end;
-    }
-    for (Py_ssize_t i = 0; i < nd; i++)
-        if (PySet_Add(ranks, w.series[i]) < 0) {
-            Py_DECREF(ranks);
-            goto end;
-        }
-    Py_DECREF(ranks);
-    PyObject *steady = PyObject_GetAttrString(t, "steady");
-    bad = steady == NULL || !PyDict_Check(steady) || count_steady(steady, &w, on, idx) < 0;
-    if (steady != NULL && !PyDict_Check(steady) && !PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "_fastlog: steady not a dict");
-    Py_XDECREF(steady);
-    if (bad || tally_buckets(scan, t, &w, idx, idx + nd + 1, idx + 2 * nd + 2, builtin_sum) < 0)
-        goto end;
-    if (codes != Py_None) {  /* tag_code((seg, False, bin)) of each window */
-        PyObject *b = PyBytes_FromStringAndSize(NULL, nd * (Py_ssize_t)sizeof(long long));
-        if (b == NULL)
-            goto end;
-        long long *c = (long long *)PyBytes_AS_STRING(b), base = ((long long)(2 * seg) << 22) + bin0;
-        for (Py_ssize_t i = 0; i < nd; i++)
-            c[i] = w.bin[i] + base;
-        PyObject *r = PyObject_CallMethod(codes, "frombytes", "O", b);
-        Py_DECREF(b);
-        if (r == NULL)
-            goto end;
-        Py_DECREF(r);
-    }
-    result = PyLong_FromSsize_t(nd);
-end:
+    else if (ok == 0)
+        result = PyLong_FromLong(-1);
+    else if (ok > 0 && (w.n == 0 || tally_windows(scan, t, seg, accept_on != Py_None && PyObject_IsTrue(accept_on) == 1,
+                                                   &w, idx, codes, bin0, builtin_sum) == 0))
+        result = PyLong_FromSsize_t(w.n);
     windows_free(&w);
     PyMem_Free(idx);
     return result;
