@@ -33,83 +33,91 @@ static PyObject *text_of(const char *p, Py_ssize_t at, Py_ssize_t len)
 
 /* time_s, series, time_s's JSON, rank's JSON of the stamp [s, body): logfused's
    minutes[minute] + SECONDS[ss] (+ ms), tails[tail]; 0, or -1 on an error. */
+/* minutes[the stamp's minute] into st->base, looked up again only when the minute changes
+   (minutes[] and tails[] are pure functions, cached) */
+static int lookup_minute(const char *p, Py_ssize_t s, PyObject *minutes, Stamp *st)
+{
+    if (st->base != NULL && memcmp(st->minute, p + s, 18) == 0)
+        return 0;
+    Py_CLEAR(st->base);
+    PyObject *key = text_of(p, s, 18);
+    if (key == NULL)
+        return -1;
+    st->base = PyObject_GetItem(minutes, key);
+    Py_DECREF(key);
+    if (st->base == NULL)
+        return -1;
+    memcpy(st->minute, p + s, 18);
+    return 0;
+}
+
+/* tails[the text after the seconds] into st->tail: (ms, series, rank's JSON) */
+static int lookup_tail(const char *p, Py_ssize_t s, Py_ssize_t body, PyObject *tails, Stamp *st)
+{
+    Py_ssize_t at = s + 20, len = body - s - 20;
+    if (st->tail != NULL && st->tail_len == len && memcmp(p + st->tail_at, p + at, (size_t)len) == 0)
+        return 0;
+    Py_CLEAR(st->tail);
+    PyObject *key = text_of(p, at, len);
+    if (key == NULL)
+        return -1;
+    st->tail = PyObject_GetItem(tails, key);
+    Py_DECREF(key);
+    if (st->tail == NULL)
+        return -1;
+    if (!PyTuple_Check(st->tail) || PyTuple_GET_SIZE(st->tail) != 3 || !PyUnicode_Check(PyTuple_GET_ITEM(st->tail, 2))) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: tails[] not (ms, series, rank's JSON)");
+        Py_CLEAR(st->tail);
+        return -1;
+    }
+    st->tail_at = at;
+    st->tail_len = len;
+    return 0;
+}
+
+/* time_s as logfused reads it: minutes[...] + SECONDS[ss], + ms when ms; None without a date */
+static PyObject *time_of(const char *p, Py_ssize_t s, PyObject *base, PyObject *ms)
+{
+    if (base == Py_None)
+        return Py_NewRef(Py_None);
+    PyObject *sec = PyLong_FromLong((p[s + 18] - '0') * 10 + (p[s + 19] - '0'));
+    PyObject *t = sec ? PyNumber_Add(base, sec) : NULL;
+    Py_XDECREF(sec);
+    int add = t ? PyObject_IsTrue(ms) : -1;
+    if (add < 0)
+        Py_CLEAR(t);
+    else if (add)
+        Py_SETREF(t, PyNumber_Add(t, ms));
+    return t;
+}
+
+/* time_s, series, time_s's JSON, rank's JSON of the stamp [s, body) into st (kept while the
+   next line's stamp is the same text); 0, or -1 on an error */
 static int read_stamp(const char *p, Py_ssize_t s, Py_ssize_t body, PyObject *minutes, PyObject *tails,
                       PyObject *dumps, Stamp *st)
 {
     if (st->len == body - s && memcmp(p + st->at, p + s, (size_t)st->len) == 0)
         return 0;
     stamp_clear(st);
-    PyObject *key, *base = NULL, *tail = NULL, *t = NULL, *j = NULL;
-    if (st->base == NULL || memcmp(st->minute, p + s, 18) != 0) {  /* minutes[] and tails[] are pure */
-        Py_CLEAR(st->base);
-        if ((key = text_of(p, s, 18)) == NULL)
-            return -1;
-        st->base = PyObject_GetItem(minutes, key);
-        Py_DECREF(key);
-        if (st->base == NULL)
-            return -1;
-        memcpy(st->minute, p + s, 18);
+    if (lookup_minute(p, s, minutes, st) < 0 || lookup_tail(p, s, body, tails, st) < 0)
+        return -1;
+    PyObject *t = time_of(p, s, st->base, PyTuple_GET_ITEM(st->tail, 0));
+    PyObject *j = t ? PyObject_CallOneArg(dumps, t) : NULL;
+    if (j != NULL && !PyBytes_Check(j)) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: dumps() not bytes");
+        Py_CLEAR(j);
     }
-    base = Py_NewRef(st->base);
-    if (st->tail == NULL || st->tail_len != body - s - 20
-        || memcmp(p + st->tail_at, p + s + 20, (size_t)st->tail_len) != 0) {
-        Py_CLEAR(st->tail);
-        if ((key = text_of(p, s + 20, body - s - 20)) == NULL)
-            goto fail;
-        st->tail = PyObject_GetItem(tails, key);
-        Py_DECREF(key);
-        if (st->tail == NULL)
-            goto fail;
-        st->tail_at = s + 20;
-        st->tail_len = body - s - 20;
-    }
-    tail = Py_NewRef(st->tail);
-    if (!PyTuple_Check(tail) || PyTuple_GET_SIZE(tail) != 3) {
-        PyErr_SetString(PyExc_TypeError, "_fastlog: tails[] not (ms, series, rank's JSON)");
-        goto fail;
-    }
-    if (base == Py_None) {
-        t = Py_NewRef(Py_None);
-    } else {
-        PyObject *sec = PyLong_FromLong((p[s + 18] - '0') * 10 + (p[s + 19] - '0'));
-        if (sec == NULL)
-            goto fail;
-        t = PyNumber_Add(base, sec);
-        Py_DECREF(sec);
-        if (t == NULL)
-            goto fail;
-        int ms = PyObject_IsTrue(PyTuple_GET_ITEM(tail, 0));
-        if (ms < 0)
-            goto fail;
-        if (ms) {
-            PyObject *t2 = PyNumber_Add(t, PyTuple_GET_ITEM(tail, 0));
-            Py_SETREF(t, t2);
-            if (t == NULL)
-                goto fail;
-        }
-    }
-    j = PyObject_CallOneArg(dumps, t);
-    if (j == NULL)
-        goto fail;
-    if (!PyBytes_Check(j) || !PyUnicode_Check(PyTuple_GET_ITEM(tail, 2))) {
-        PyErr_SetString(PyExc_TypeError, "_fastlog: dumps() not bytes or rank's JSON not str");
-        goto fail;
+    if (j == NULL) {
+        Py_XDECREF(t);
+        return -1;
     }
     st->at = s;
     st->len = body - s;
     st->time_s = t;
     st->time_j = j;
-    st->series = Py_NewRef(PyTuple_GET_ITEM(tail, 1));
-    st->rank_j = Py_NewRef(PyTuple_GET_ITEM(tail, 2));
-    Py_DECREF(base);
-    Py_DECREF(tail);
+    st->series = Py_NewRef(PyTuple_GET_ITEM(st->tail, 1));
+    st->rank_j = Py_NewRef(PyTuple_GET_ITEM(st->tail, 2));
     return 0;
-fail:
-    Py_XDECREF(base);
-    Py_XDECREF(tail);
-    Py_XDECREF(t);
-    Py_XDECREF(j);
-    return -1;
 }
 
 static int add_text(Buf *b, const char *p, const Span *g) { return buf_add(b, p + g->at, g->len); }
