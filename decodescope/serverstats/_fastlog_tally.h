@@ -52,78 +52,84 @@ static long long max_bin(const Windows *w, const Py_ssize_t *idx, Py_ssize_t m)
     return top;
 }
 
+/* a clock bucket: [key, {series: [sum, n]}, idle, max bin, ...] (logtally.new_bucket) */
+static int is_bucket(PyObject *b)
+{
+    if (PyList_Check(b) && PyList_GET_SIZE(b) >= 4 && PyDict_Check(PyList_GET_ITEM(b, 1)))
+        return 1;
+    PyErr_SetString(PyExc_TypeError, "_fastlog: not a clock bucket");
+    return 0;
+}
+
+/* t.bucket when its clock key is `key`, else scan.open_bucket(t, key); a new reference, NULL on an error */
+static PyObject *bucket_for(PyObject *scan, PyObject *t, PyObject *key)
+{
+    PyObject *bucket = PyObject_GetAttrString(t, "bucket");
+    if (bucket == NULL)
+        return NULL;
+    int other = bucket == Py_None;
+    if (!other) {
+        other = is_bucket(bucket) ? PyObject_RichCompareBool(PyList_GET_ITEM(bucket, 0), key, Py_NE) : -1;
+        if (other < 0)
+            Py_CLEAR(bucket);
+    }
+    if (other > 0) {
+        Py_SETREF(bucket, PyObject_CallMethod(scan, "open_bucket", "OO", t, key));
+        if (bucket != NULL && !is_bucket(bucket))
+            Py_CLEAR(bucket);
+    }
+    return bucket;
+}
+
+/* bucket[1][series s] = [sum of its gens, n], or its gens added to the sum there */
+static int add_series(PyObject *per_series, const Windows *w, const Py_ssize_t *idx, const Py_ssize_t *which,
+                      Py_ssize_t m, Py_ssize_t s, PyObject *name)
+{
+    PyObject *per = PyDict_GetItemWithError(per_series, name);  /* borrowed */
+    Py_ssize_t count;
+    if (per == NULL) {
+        if (PyErr_Occurred())
+            return -1;
+        PyObject *sum = sum_gens(w, idx, which, m, s, NULL, &count);
+        PyObject *fresh = sum ? Py_BuildValue("[On]", sum, count) : NULL;
+        Py_XDECREF(sum);
+        int r = fresh == NULL ? -1 : PyDict_SetItem(per_series, name, fresh);
+        Py_XDECREF(fresh);
+        return r;
+    }
+    if (!PyList_Check(per) || PyList_GET_SIZE(per) < 2) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: not a bucket's [sum, n]");
+        return -1;
+    }
+    PyObject *sum = sum_gens(w, idx, which, m, s, PyList_GET_ITEM(per, 0), &count);
+    if (sum == NULL || PyList_SetItem(per, 0, sum) < 0)
+        return -1;
+    return add_count(per, 1, count);
+}
+
 /* logcolumns._into_bucket of windows idx[0..m) (one clock key) */
 static int into_bucket(PyObject *scan, PyObject *t, const Windows *w, const Py_ssize_t *idx, Py_ssize_t m,
                        Py_ssize_t *first, Py_ssize_t *which)
 {
-    PyObject *key = PyLong_FromLongLong(w->key[idx[0]]), *bucket = NULL;
-    if (key == NULL)
-        return -1;
-    int rc = -1;
-    bucket = PyObject_GetAttrString(t, "bucket");
-    if (bucket == NULL)
-        goto end;
-    int other = bucket == Py_None;
-    if (!other) {
-        if (!PyList_Check(bucket) || PyList_GET_SIZE(bucket) < 4 || !PyDict_Check(PyList_GET_ITEM(bucket, 1))) {
-            PyErr_SetString(PyExc_TypeError, "_fastlog: not a clock bucket");
-            goto end;
-        }
-        other = PyObject_RichCompareBool(PyList_GET_ITEM(bucket, 0), key, Py_NE);
-        if (other < 0)
-            goto end;
-    }
-    if (other) {
-        Py_SETREF(bucket, PyObject_CallMethod(scan, "open_bucket", "OO", t, key));
-        if (bucket == NULL)
-            goto end;
-        if (!PyList_Check(bucket) || PyList_GET_SIZE(bucket) < 4 || !PyDict_Check(PyList_GET_ITEM(bucket, 1))) {
-            PyErr_SetString(PyExc_TypeError, "_fastlog: not a clock bucket");
-            goto end;
-        }
-    }
-    PyObject *per_series = PyList_GET_ITEM(bucket, 1);
+    PyObject *key = PyLong_FromLongLong(w->key[idx[0]]);
+    PyObject *bucket = key ? bucket_for(scan, t, key) : NULL, *top = NULL;
     Py_ssize_t k;
-    if (by_series(w, idx, m, first, which, &k) < 0)
+    int rc = -1;
+    if (bucket == NULL || by_series(w, idx, m, first, which, &k) < 0)
         goto end;
-    for (Py_ssize_t s = 0; s < k; s++) {
-        PyObject *name = w->series[first[s]];
-        PyObject *per = PyDict_GetItemWithError(per_series, name);  /* borrowed */
-        Py_ssize_t count;
-        if (per == NULL) {
-            if (PyErr_Occurred())
-                goto end;
-            PyObject *sum = sum_gens(w, idx, which, m, s, NULL, &count);
-            PyObject *fresh = sum ? Py_BuildValue("[On]", sum, count) : NULL;
-            Py_XDECREF(sum);
-            int bad = fresh == NULL || PyDict_SetItem(per_series, name, fresh) < 0;
-            Py_XDECREF(fresh);
-            if (bad)
-                goto end;
-        } else {
-            if (!PyList_Check(per) || PyList_GET_SIZE(per) < 2) {
-                PyErr_SetString(PyExc_TypeError, "_fastlog: not a bucket's [sum, n]");
-                goto end;
-            }
-            PyObject *sum = sum_gens(w, idx, which, m, s, PyList_GET_ITEM(per, 0), &count);
-            if (sum == NULL || PyList_SetItem(per, 0, sum) < 0 || add_count(per, 1, count) < 0)
-                goto end;
-        }
-    }
-    PyObject *top = PyLong_FromLongLong(max_bin(w, idx, m));
-    if (top == NULL)
+    for (Py_ssize_t s = 0; s < k; s++)
+        if (add_series(PyList_GET_ITEM(bucket, 1), w, idx, which, m, s, w->series[first[s]]) < 0)
+            goto end;
+    if ((top = PyLong_FromLongLong(max_bin(w, idx, m))) == NULL)
         goto end;
-    PyObject *old = PyList_GET_ITEM(bucket, 3);
+    PyObject *old = PyList_GET_ITEM(bucket, 3);  /* `if bucket[3] is None or top > bucket[3]: bucket[3] = top` */
     int higher = old == Py_None ? 1 : PyObject_RichCompareBool(top, old, Py_GT);
-    if (higher < 0 || (higher && PyList_SetItem(bucket, 3, Py_NewRef(top)) < 0)) {
-        Py_DECREF(top);
-        goto end;
-    }
-    Py_DECREF(top);
-    rc = 0;
+    if (higher >= 0 && (!higher || PyList_SetItem(bucket, 3, Py_NewRef(top)) == 0))
+        rc = 0;
 end:
     Py_XDECREF(key);
     Py_XDECREF(bucket);
+    Py_XDECREF(top);
     return rc;
 }
 
