@@ -179,63 +179,71 @@ static PyObject *new_steady(void)
                          -INFINITY);
 }
 
-/* logcolumns._steady: per round-time bin, in the order each bin's first window comes */
+/* steady[(False, bin)], made [0, 0.0, inf, -inf, ...] when missing (borrowed; NULL on an error) */
+static PyObject *steady_list(PyObject *steady, long long bin)
+{
+    PyObject *key = Py_BuildValue("(OL)", Py_False, bin);
+    if (key == NULL)
+        return NULL;
+    PyObject *t = PyDict_GetItemWithError(steady, key);  /* borrowed */
+    if (t == NULL && !PyErr_Occurred()) {
+        PyObject *fresh = new_steady();
+        if (fresh != NULL && PyDict_SetItem(steady, key, fresh) == 0)
+            t = fresh;  /* the dict holds it */
+        Py_XDECREF(fresh);
+    }
+    Py_DECREF(key);
+    if (t != NULL && !(PyList_Check(t) && PyList_GET_SIZE(t) == 11 && PyFloat_Check(PyList_GET_ITEM(t, 4)))) {
+        PyErr_SetString(PyExc_TypeError, "_fastlog: not a steady tally list");
+        return NULL;
+    }
+    return t;
+}
+
+/* t[4] += each g / r of windows idx[0..m) in order; their min and max into t[5], t[6] */
+static int fold_per_req(PyObject *t, const Windows *w, const Py_ssize_t *idx, Py_ssize_t m)
+{
+    double sum = PyFloat_AS_DOUBLE(PyList_GET_ITEM(t, 4)), lo = 0, hi = 0;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        double p = w->g[idx[j]] / w->r[idx[j]];
+        sum += p;
+        if (j == 0 || p < lo)
+            lo = p;
+        if (j == 0 || p > hi)
+            hi = p;
+    }
+    PyObject *s = PyFloat_FromDouble(sum), *l = PyFloat_FromDouble(lo), *h = PyFloat_FromDouble(hi);
+    int bad = s == NULL || l == NULL || h == NULL || PyList_SetItem(t, 4, Py_NewRef(s)) < 0 || set_min_max(t, 5, l, h) < 0;
+    Py_XDECREF(s);
+    Py_XDECREF(l);
+    Py_XDECREF(h);
+    return bad ? -1 : 0;
+}
+
+/* logcolumns._steady: per round-time bin, in the order each bin's first window comes, its
+   windows in order (idx: room for w->n) */
 static int count_steady(PyObject *steady, const Windows *w, int on, Py_ssize_t *idx)
 {
-    Py_ssize_t n = w->n;
-    char *done = PyMem_Calloc((size_t)n + 1, 1);
+    char *done = PyMem_Calloc((size_t)w->n + 1, 1);
     if (done == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    int rc = -1;
-    for (Py_ssize_t first = 0; first < n; first++) {
+    int rc = 0;
+    for (Py_ssize_t first = 0; rc == 0 && first < w->n; first++) {
         if (done[first])
             continue;
         Py_ssize_t m = 0;
-        for (Py_ssize_t i = first; i < n; i++)
+        for (Py_ssize_t i = first; i < w->n; i++)
             if (!done[i] && w->bin[i] == w->bin[first]) {
                 done[i] = 1;
                 idx[m++] = i;
             }
-        PyObject *key = Py_BuildValue("(OL)", Py_False, w->bin[first]);
-        if (key == NULL)
-            goto end;
-        PyObject *t = PyDict_GetItemWithError(steady, key);  /* borrowed */
-        if (t == NULL && !PyErr_Occurred()) {
-            PyObject *fresh = new_steady();
-            if (fresh == NULL || PyDict_SetItem(steady, key, fresh) < 0) {
-                Py_XDECREF(fresh);
-                Py_DECREF(key);
-                goto end;
-            }
-            t = fresh;
-            Py_DECREF(fresh);  /* the dict holds it */
-        }
-        Py_DECREF(key);
-        if (t == NULL || fold(t, 0, w->gen, w->g, idx, m) < 0)
-            goto end;
-        /* t[4] += each g / r in order; its min and max into t[5], t[6] */
-        double sum = PyFloat_AS_DOUBLE(PyList_GET_ITEM(t, 4)), lo = 0, hi = 0;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            double p = w->g[idx[j]] / w->r[idx[j]];
-            sum += p;
-            if (j == 0 || p < lo)
-                lo = p;
-            if (j == 0 || p > hi)
-                hi = p;
-        }
-        PyObject *s = PyFloat_FromDouble(sum), *l = PyFloat_FromDouble(lo), *h = PyFloat_FromDouble(hi);
-        int bad = s == NULL || l == NULL || h == NULL || PyList_SetItem(t, 4, Py_NewRef(s)) < 0
-                  || set_min_max(t, 5, l, h) < 0;
-        Py_XDECREF(s);
-        Py_XDECREF(l);
-        Py_XDECREF(h);
-        if (bad || (on && fold(t, 7, w->acc, w->a, idx, m) < 0))
-            goto end;
+        PyObject *t = steady_list(steady, w->bin[first]);
+        if (t == NULL || fold(t, 0, w->gen, w->g, idx, m) < 0 || fold_per_req(t, w, idx, m) < 0
+            || (on && fold(t, 7, w->acc, w->a, idx, m) < 0))
+            rc = -1;
     }
-    rc = 0;
-end:
     PyMem_Free(done);
     return rc;
 }
