@@ -154,12 +154,10 @@ static int write_record(Buf *b, const Spec *sp, const char *p, const Span *g, lo
     return 0;
 }
 
-/* A quick line [s, e) of spec sp, its message from q (after the marker): its row appended
-   to rows and its record to out. 1: done; 0: not sure (Python reads it); -1: error. */
-static int quick_line(const char *p, Py_ssize_t s, Py_ssize_t body, Py_ssize_t e, const Spec *sp, Span *g,
-                      PyObject *ctx[3], Stamp *st, PyObject *rows, Buf *out, Py_ssize_t *n_out, long long line_no,
-                      long long offset)
+static int match_message(const char *p, Py_ssize_t body, Py_ssize_t e, const Spec *sp, Span *g)
 {
+    /* the message after the marker: [,.] and a space, then the shape's pieces to the line's end
+       (a carriage return before it allowed); 1 when it matches, each value's text in g */
     Py_ssize_t q = body + sp->marker_len;
     if (e - q < 2 || (p[q] != ',' && p[q] != '.') || p[q + 1] != ' ')
         return 0;
@@ -171,53 +169,58 @@ static int quick_line(const char *p, Py_ssize_t s, Py_ssize_t body, Py_ssize_t e
         q += sp->lit_len[i];
         int t = sp->type[i];
         if (t == T_TRUE || t == T_FALSE) {
-            const char *w = t == T_TRUE ? "True" : "False";
             Py_ssize_t wl = t == T_TRUE ? 4 : 5;
-            if (!lit_at(p, q, e, w, wl))
+            if (!lit_at(p, q, e, t == T_TRUE ? "True" : "False", wl))
                 return 0;
             q += wl;
-        } else {
-            q = value_end(p, q, e, t, &g[gr++]);
-            if (q < 0)
-                return 0;
+        } else if ((q = value_end(p, q, e, t, &g[gr++])) < 0) {
+            return 0;
         }
     }
     if (q < e && p[q] == '\r')
         q++;
-    if (q != e)
+    return q == e;
+}
+
+/* the row (kind, series, running, accept, gen, time_s, line_no) appended to rows; the record to out */
+static int emit(const Spec *sp, const char *p, const Span *g, Stamp *st, PyObject *vals[3], PyObject *rows, Buf *out,
+                Py_ssize_t *n_out, long long line_no, long long offset)
+{
+    PyObject *ln = PyLong_FromLongLong(line_no);
+    PyObject *row = ln ? PyTuple_Pack(7, sp->kind, st->series, vals[0] ? vals[0] : Py_None,
+                                      vals[1] ? vals[1] : Py_None, vals[2] ? vals[2] : Py_None, st->time_s, ln) : NULL;
+    Py_XDECREF(ln);
+    int r = row == NULL ? -1 : PyList_Append(rows, row);
+    Py_XDECREF(row);
+    if (r < 0 || out == NULL)
+        return r;
+    if ((*n_out && buf_add(out, ",\n", 2)) || write_record(out, sp, p, g, line_no + offset, st))
+        return -1;
+    ++*n_out;
+    return 0;
+}
+
+/* A quick line [s, e) of spec sp, its marker at body: its row appended to rows and its
+   record to out. 1: done; 0: not sure (Python reads it); -1: error. */
+static int quick_line(const char *p, Py_ssize_t s, Py_ssize_t body, Py_ssize_t e, const Spec *sp, Span *g,
+                      PyObject *ctx[3], Stamp *st, PyObject *rows, Buf *out, Py_ssize_t *n_out, long long line_no,
+                      long long offset)
+{
+    if (!match_message(p, body, e, sp, g))
         return 0;
-    PyObject *run = NULL, *acc = NULL, *gen = NULL;
+    PyObject *vals[3] = {NULL, NULL, NULL};  /* running, accept, gen */
     double r = 0, a = 0, x = 0;
     int ok = -1;
-    if (read_value(p, g, sp->ri, sp->rt, &run, &r) < 0 || read_value(p, g, sp->ai, sp->at, &acc, &a) < 0
-        || read_value(p, g, sp->gi, sp->gt, &gen, &x) < 0)
-        goto done;
-    if (!in_range(sp, run, r, acc, a, gen, x)) {
+    if (read_value(p, g, sp->ri, sp->rt, &vals[0], &r) < 0 || read_value(p, g, sp->ai, sp->at, &vals[1], &a) < 0
+        || read_value(p, g, sp->gi, sp->gt, &vals[2], &x) < 0)
+        ok = -1;
+    else if (!in_range(sp, vals[0], r, vals[1], a, vals[2], x))
         ok = 0;
-        goto done;
-    }
-    if (read_stamp(p, s, body, ctx[0], ctx[1], ctx[2], st) < 0)
-        goto done;
-    ok = 1;
-done:
-    if (ok == 1) {
-        PyObject *ln = PyLong_FromLongLong(line_no);
-        PyObject *row = ln ? PyTuple_Pack(7, sp->kind, st->series, run ? run : Py_None, acc ? acc : Py_None,
-                                          gen ? gen : Py_None, st->time_s, ln) : NULL;
-        Py_XDECREF(ln);
-        if (row == NULL || PyList_Append(rows, row) < 0)
-            ok = -1;
-        Py_XDECREF(row);
-        if (ok == 1 && out != NULL) {
-            if ((*n_out && buf_add(out, ",\n", 2)) || write_record(out, sp, p, g, line_no + offset, st))
-                ok = -1;
-            else
-                ++*n_out;
-        }
-    }
-    Py_XDECREF(run);
-    Py_XDECREF(acc);
-    Py_XDECREF(gen);
+    else if (read_stamp(p, s, body, ctx[0], ctx[1], ctx[2], st) == 0)
+        ok = emit(sp, p, g, st, vals, rows, out, n_out, line_no, offset) == 0 ? 1 : -1;
+    Py_XDECREF(vals[0]);
+    Py_XDECREF(vals[1]);
+    Py_XDECREF(vals[2]);
     return ok;
 }
 
