@@ -14,7 +14,9 @@ matched texts. Once the log is known to be SGLang's, one pattern reads a whole b
 and their values), and the quick lines' facts are tallied per run of lines
 (logcolumns.add_run). Any other line (a new key, a text value, a number out of range,
 another engine) takes the path of serverlog.write_records and logscan.scan_log:
-LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte."""
+LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte. With the
+optional C module (logfast), block_c reads a block's quick lines in C, with the same
+result as block(); any line it is not sure of comes back to line()."""
 
 import array
 import gc
