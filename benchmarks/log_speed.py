@@ -7,7 +7,9 @@ binary garbage. Then times the whole `decodescope log FILE` process on it (table
 and, with --json, also `--json --no-records` and `--json` (every record, written to
 /dev/null). Each line gives the wall clock, the CPU seconds of the process and its
 workers, and the load average just before the run: on a shared machine the CPU seconds
-compare runs where the wall clock does not. The figures in the README come from
+compare runs where the wall clock does not. It says whether the C reader of SGLang lines
+(decodescope/serverstats/_fastlog.c, built at install when a C compiler is there) is used:
+DECODESCOPE_PURE_PYTHON=1 times the Python path. The figures in the README come from
 
     python benchmarks/log_speed.py --mb 100 --json
 
@@ -100,6 +102,9 @@ def main():
     with open(path, "rb") as f:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
     print(f"log: {size / 1e6:.0f} MB, {lines} lines, written in {time.perf_counter() - start:.1f} s ({path})")
+    from decodescope.serverstats import logfast
+
+    print("C reader:", "on" if logfast.FAST else "off (not built, or DECODESCOPE_PURE_PYTHON=1): the Python path")
     runs = [("decodescope log FILE", [path])]
     if args.json:
         runs += [("decodescope log FILE --json --no-records", [path, "--json", "--no-records"]),

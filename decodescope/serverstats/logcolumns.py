@@ -6,18 +6,21 @@ idle prefill between them, each series with a window before): for a run of those
 tags and sums come out
 of calls that loop in C (map, sorted, groupby, reduce) over the run's columns. They give
 exactly what add_facts gives line by line: each sum is added up in the same order, each
-key is inserted in the same order. Any other run takes add_facts line by line."""
+key is inserted in the same order. Any other run takes add_facts line by line. With the
+C module (logfast), _fastlog.tally does _windows' and _tally's work in one call."""
 
 import math
 from functools import reduce
 from itertools import compress, groupby, repeat
 from operator import add, eq, floordiv, itemgetter, lt, mul, not_, sub, truediv
 
+from decodescope.serverstats import logfast
 from decodescope.serverstats.logsegment import _BINS_PER_E, CLOCK_SLACK_S
 from decodescope.serverstats.logsummary import BUCKET_S
 from decodescope.serverstats.logtally import BIN0, add4, new4, tag_code
 
 _FIRST = itemgetter(0)
+_C_CONSTANTS = (float(_BINS_PER_E), BUCKET_S, BIN0, sum)  # what _fastlog.tally computes with
 
 
 def add_run(scan, rows: list, codes) -> None:
@@ -56,10 +59,17 @@ def _steady_run(scan, rows: list, codes) -> bool:
     window = list(map(eq, kinds, repeat("decode")))
     if 0 in compress(runs, map(not_, window)):  # a prefill with no request running: idle
         return False
-    columns = _windows(seg.accept_on, window, series, runs, accepts, gens, times)
-    if columns is None:
-        return False
-    nd = len(columns[0])
+    if logfast.FAST is not None:
+        nd = logfast.FAST.tally(scan, scan.tallies[-1], len(scan.tagger.segments) - 1, seg.accept_on, window, series,
+                                runs, accepts, gens, times, codes, _C_CONSTANTS)
+        if nd < 0:
+            return False
+        columns = None
+    else:
+        columns = _windows(seg.accept_on, window, series, runs, accepts, gens, times)
+        if columns is None:
+            return False
+        nd = len(columns[0])
     if nd:
         scan.kinds["decode"] += nd
     if len(rows) > nd:
@@ -67,7 +77,7 @@ def _steady_run(scan, rows: list, codes) -> bool:
     seg.last_line = lines[-1]
     seg.records += len(rows)
     seg.last_time = times[-1]
-    if nd:
+    if nd and columns is not None:
         _tally(scan, *columns, codes)
     return True
 

@@ -14,7 +14,9 @@ matched texts. Once the log is known to be SGLang's, one pattern reads a whole b
 and their values), and the quick lines' facts are tallied per run of lines
 (logcolumns.add_run). Any other line (a new key, a text value, a number out of range,
 another engine) takes the path of serverlog.write_records and logscan.scan_log:
-LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte."""
+LogReader and logformats.sglang_facts. Both give the same JSON, byte for byte. With the
+optional C module (logfast), block_c reads a block's quick lines in C, with the same
+result as block(); any line it is not sure of comes back to line()."""
 
 import array
 import gc
@@ -23,7 +25,7 @@ from typing import NamedTuple
 
 import orjson
 
-from decodescope.serverstats import logformats, logio, logshapes
+from decodescope.serverstats import logfast, logformats, logio, logshapes
 from decodescope.serverstats.logcolumns import add_run
 from decodescope.serverstats.logshapes import NOT_THIS_FORM, SECONDS, block_pattern, shape_of
 from decodescope.serverstats.logsummary import WarmupScan
@@ -64,6 +66,8 @@ class _Pass:
         self.stamps = BoundedCache(logshapes.stamp, 1000)  # prefixes of other forms
         self.minutes = BoundedCache(logshapes.minute, 1000)
         self.tails = BoundedCache(logshapes.tail, 1000)
+        self.fast = (self.minutes, self.tails, orjson.dumps, _BANNER.encode())  # what the C reader looks up
+        self.extra = 0  # records batched beyond one per item of the batch (the C reader joins a run's)
 
     def stamp(self, line: str, at: int) -> tuple:
         """(time_s, series, time_s's JSON, rank's JSON) of an SGLang line whose message starts at `at`."""
@@ -110,7 +114,7 @@ class _Pass:
         if bp is None:
             if len(self.blocks) >= logshapes.MAX_SHAPES:
                 self.blocks.clear()
-            bp = self.blocks[key] = block_pattern(*key)
+            bp = self.blocks[key] = block_pattern(*key)._replace(fast=logfast.specs(*key))
         return bp
 
     def tally(self):
@@ -195,6 +199,22 @@ class _Pass:
                                          "null" if ai < 0 else got[ai], "null" if gi < 0 else got[gi], flag, *got))
         return line_no
 
+    def block_c(self, specs: tuple, data: bytes, line_no: int, batch: list) -> int:
+        """block() of the block's bytes by the C reader (logfast); a line it hands back is
+        read by line(), as block() reads any other line holding "batch" or the banner."""
+        scan, rows, ctx, offset = logfast.FAST.scan, self.rows, self.fast, self.line_offset
+        out = batch if self.codes is not None else None
+        pos, end = 0, len(data)
+        while pos <= end:
+            pos, line_no, skipped, n, line = scan(data, pos, line_no, specs, ctx, rows, out, offset)
+            self.skipped += skipped
+            if n:
+                self.extra += n - 1
+            if line is None:
+                break
+            self.line(line, line_no, batch, "\n")
+        return line_no
+
     def slow(self, line: str, line_no: int, batch: list):
         """One line the way scan_log counts it and write_records writes it."""
         reader = self.reader
@@ -240,7 +260,8 @@ class _Pass:
     def flush(self, batch: list):
         if batch:
             self.out.write((",\n" if self.records else "\n").encode() + ",\n".join(batch).encode())
-            self.records += len(batch)
+            self.records += len(batch) + self.extra
+            self.extra = 0
         if self.codes:
             self.codes.tofile(self.tags)
             del self.codes[:]
@@ -287,19 +308,28 @@ def scan_range(f, budget: int, engine, year, continues: bool, out=None, tags=Non
 
 def _scan(ps: _Pass, f, budget: int) -> int:
     line_no = 0
-    for text, ended in logio.line_blocks(f, budget):
+    for data, ended in logio.line_blocks(f, budget, raw=True):
         batch = []
-        bp = ps.block_pattern() if ended and ps.reader.engine == "sglang" else None
-        if bp is not None:
-            line_no = ps.block(bp, text, line_no, batch)
-        else:
-            nl = "\n" if ended else ""
-            for line in text.split("\n"):
-                line_no += 1
-                ps.line(line, line_no, batch, nl)
+        line_no = _block(ps, data, ended, line_no, batch)
         ps.tally()
         if ps.out is not None:
             ps.flush(batch)
+    return line_no
+
+
+def _block(ps: _Pass, data: bytes, ended: bool, line_no: int, batch: list) -> int:
+    """The lines of one block (bytes), by the C reader, the block pattern or line by line;
+    returns the last line's number."""
+    bp = ps.block_pattern() if ended and ps.reader.engine == "sglang" else None
+    if bp is not None and bp.fast is not None:
+        return ps.block_c(bp.fast, data, line_no, batch)
+    text = data.decode("utf-8", "replace")
+    if bp is not None:
+        return ps.block(bp, text, line_no, batch)
+    nl = "\n" if ended else ""
+    for line in text.split("\n"):
+        line_no += 1
+        ps.line(line, line_no, batch, nl)
     return line_no
 
 
@@ -314,11 +344,14 @@ def copy_records(out, records, tags, join, deferred: list, limits: list) -> None
         return b"true" if tag is not None and is_warm(tag, limits[tag[0]]) else b"false"
 
     flags = BoundedCache(flag)
+    fast = logfast.FAST
     while chunk := records.read(1 << 22):
         codes = array.array("q")
-        codes.fromfile(tags, chunk.count(b"\x00"))
+        codes.fromfile(tags, chunk.count(b"\x00") if fast is None else fast.count(chunk, 0))
         marks = list(map(flags.__getitem__, codes))
-        if b"true" not in marks or b"false" not in marks:  # most often: one flag for the whole chunk
+        if fast is not None:  # the same bytes in one pass (bytes.count reads a byte at a time)
+            out.write(fast.fill(chunk, marks))
+        elif b"true" not in marks or b"false" not in marks:  # most often: one flag for the whole chunk
             out.write(chunk.replace(b"\x00", marks[0] if marks else b""))
         else:
             pieces = chunk.split(b"\x00")

@@ -117,13 +117,13 @@ def _stdin():
 BLOCK = 1 << 18
 
 
-def line_blocks(f, budget: int, size: int = BLOCK):
+def line_blocks(f, budget: int, size: int = BLOCK, raw: bool = False):
     """capped_bytes in blocks, for a loop that costs less per line: (text, ended) pairs,
-    text.split("\n") the lines, decoded and without their line feed; `ended` False: the
-    last line had none (the end of the file, or a line cut at MAX_LINE). One decode per
-    block gives the same text as one per line: a block ends at a line feed, and a line
-    feed is never part of a multi-byte character. A block with a line of MAX_LINE bytes or
-    more hands the rest of the range to capped_bytes, line by line."""
+    text.split("\n") the lines, decoded and without their line feed (`raw`: the bytes, not
+    decoded); `ended` False: the last line had none (the end of the file, or a line cut at
+    MAX_LINE). One decode per block gives the same text as one per line: a block ends at a
+    line feed, and a line feed is never part of a multi-byte character. A block with a line
+    of MAX_LINE bytes or more hands the rest of the range to capped_bytes, line by line."""
     while budget > 0:
         start = f.tell()
         data = f.read(min(size, budget))
@@ -134,32 +134,36 @@ def line_blocks(f, budget: int, size: int = BLOCK):
             end = data.rfind(b"\n") + 1
             if end == 0:  # a line longer than a block
                 f.seek(start)
-                yield from _line_by_line(f, budget)
+                yield from _line_by_line(f, budget, raw)
                 return
             f.seek(start + end)
             data = data[:end]
-        text = data.decode("utf-8", "replace")
-        if len(text) >= MAX_LINE // 4 and max(map(len, text.split("\n"))) >= MAX_LINE // 4 and _too_long(data):
+        if len(data) >= MAX_LINE and _too_long(data):
             f.seek(start)
-            yield from _line_by_line(f, budget)
+            yield from _line_by_line(f, budget, raw)
             return
         budget -= end
-        if text[-1] == "\n":
-            yield text[:-1], True
+        if data[-1:] == b"\n":
+            yield _text(data[:-1], raw), True
         else:
-            cut = text.rfind("\n")
+            cut = data.rfind(b"\n")
             if cut >= 0:
-                yield text[:cut], True
-            yield text[cut + 1 :], False
+                yield _text(data[:cut], raw), True
+            yield _text(data[cut + 1 :], raw), False
+
+
+def _text(data: bytes, raw: bool):
+    return data if raw else data.decode("utf-8", "replace")
 
 
 def _too_long(data: bytes) -> bool:
     return max(map(len, data.split(b"\n"))) >= MAX_LINE
 
 
-def _line_by_line(f, budget: int):
-    for line in capped_bytes(f, budget):
+def _line_by_line(f, budget: int, raw: bool):
+    for line in capped_bytes(f, budget):  # decoded: re-encoded, it decodes to the same text
+        text = line.encode() if raw else line
         if line.endswith("\n"):
-            yield line[:-1], True
+            yield text[:-1], True
         else:
-            yield line, False
+            yield text, False

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 from collections.abc import Iterable
 
-from decodescope.serverstats import logformats, logio
+from decodescope.serverstats import logfast, logformats, logio
 from decodescope.serverstats.logfused import RangeScan, copy_records, scan_range
 from decodescope.serverstats.logsummary import WarmupScan
 from decodescope.serverstats.logtypes import LogSummary
@@ -176,11 +176,12 @@ def _outputs(stem: str | None):
 def _lines_before(f, end: int) -> int:
     """Line feeds in the first `end` bytes: the line number before a range (counted at
     gigabytes a second, so each range's records carry their final line numbers)."""
+    fast = logfast.FAST
     n = 0
     while end > 0:
         chunk = f.read(min(end, 1 << 24))
         if not chunk:
             break
-        n += chunk.count(b"\n")
+        n += chunk.count(b"\n") if fast is None else fast.count(chunk, 10)  # memchr: several times faster
         end -= len(chunk)
     return n

@@ -3,17 +3,35 @@
 
 The settings come from their own streaming pass (settings.read_settings), which skips
 statistics and request lines by four substring tests: on a log of statistics it costs
-little next to the summary pass (benchmarks/log_speed.py)."""
+little next to the summary pass (benchmarks/log_speed.py). With the C reader (logfast),
+a plain file's lines are tested in C, block by block, and only the others decoded."""
+
+import io
 
 from decodescope.errors import DecodescopeError
-from decodescope.serverstats.settings import SettingsSegment, read_settings
+from decodescope.serverstats.settings import SettingsSegment, read_numbered, read_settings
+
+SKIPPED = ("Decode batch", "Prefill batch", "throughput", "HTTP/1.1")  # read_settings skips a line holding one
+# Of the other lines, read_settings takes something only from one holding a text of
+# settings.parse_line's tests or a gate of a findings rule (line_rules), or from a
+# llama.cpp `Device N:` line while its device list is open: right after a line holding
+# " devices" or "Device " (FOLLOW). The C filter passes only those lines (and long ones);
+# tests compare it with the full pass on every log in tests/data.
+WANTED = ("ServerArgs(", "non-default args:", "args: Namespace(", " with config: ", "vLLM API server version",
+          "TensorRT-LLM version: ", "Attention backend not ", "] Using ", "Load weight end", "KV cache dtype",
+          "Capture cuda graph", " devices", "Device ")
+FOLLOW = (" devices", "Device ")
+_BLOCK = 1 << 20  # bytes: a line as long is read as the text pass reads it (capped at logio.MAX_LINE characters)
 
 
 def log_settings(path: str) -> list[SettingsSegment]:
     """Every run's settings in the log at `path` (plain or .gz)."""
-    from decodescope.serverstats import logio
+    from decodescope.serverstats import logfast, logio
 
     try:
+        if logfast.FAST is not None and logio.is_plain_file(path):
+            with open(path, "rb") as f:
+                return read_numbered(_lines(f, logfast.FAST.kept))
         with logio.open_lines(path) as lines:
             return read_settings(lines)
     except OSError as e:
@@ -48,3 +66,33 @@ def deployment(path: str) -> dict:
 
     segments = log_settings(path)
     return model_args(segments[-1].settings) if segments else {}
+
+
+def _lines(f, kept):
+    """(line number, line) of the lines of the binary file `f` as logio.open_lines gives
+    them to read_settings, less those it skips: only the others are decoded."""
+    from decodescope.serverstats import logio
+    from decodescope.serverstats.findings import line_rules
+    from decodescope.serverstats.settings import _LC_GATE
+
+    skipped, follow = (tuple(x.encode() for x in texts) for texts in (SKIPPED, FOLLOW))
+    wanted = tuple(x.encode() for x in dict.fromkeys((*WANTED, *_LC_GATE, *(gate for _, gate, _ in line_rules()))))
+    assert logio.MAX_LINE >= _BLOCK  # a line shorter than a block is never capped
+    n, after = 1, False  # the number of the block's first line; whether it follows a FOLLOW line
+    while True:
+        start = f.tell()
+        data = f.read(_BLOCK)
+        if not data:
+            return
+        if len(data) == _BLOCK:
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:  # a line as long as a block: from here on, as open_lines reads
+                f.seek(start)
+                yield from enumerate(logio.capped(io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="\n")), n)
+                return
+            f.seek(start + cut)
+            data = data[:cut]
+        lines, found, after = kept(data[:-1] if data[-1:] == b"\n" else data, skipped, wanted, follow, _BLOCK, after)
+        for i, line in found:
+            yield n + i, line.decode("utf-8", "replace") + "\n"
+        n += lines

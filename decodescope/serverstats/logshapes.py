@@ -27,6 +27,8 @@ class Shape(NamedTuple):
     accept: tuple  # of "accept len" (decode lines)
     gen: tuple  # of "gen throughput (token/s)"
     template: str  # the record's JSON, %-slots: line_no, time_s, rank, accept_len, gen_tok_s, warmup, values
+    keys: tuple  # the pieces' keys, in order
+    types: tuple  # each piece's value type: INT, FLOAT, "True" or "False"
 
 
 # The values a quick line may hold, each matched in the form orjson writes for what
@@ -37,18 +39,18 @@ class Shape(NamedTuple):
 # same digits, and orjson writes no exponent); True and False, matched literally (the shape
 # holds which). Bounded repeats, not a look-ahead for the length: 17 % fewer instructions
 # per SGLang decode line (the regex engine tests each character of a look-ahead again).
-_INT = r"(0|[1-9][0-9]{0,17})"
-_FLOAT = r"(?!0\.0000)((?:[1-9][0-9]{0,6}|0)\.(?:[0-9]{0,6}[1-9]|0))0*+"
+INT = r"(0|[1-9][0-9]{0,17})"
+FLOAT = r"(?!0\.0000)((?:[1-9][0-9]{0,6}|0)\.(?:[0-9]{0,6}[1-9]|0))0*+"
 _BOOLS = {"True": "true", "False": "false"}
 
 
 def _type(text: str) -> str | None:
-    """The quick type of a value's text: _INT, _FLOAT, "True", "False", or None (any other).
+    """The quick type of a value's text: INT, FLOAT, "True", "False", or None (any other).
     A carriage return (the line's end) is left to the shape's pattern."""
     text = text.removesuffix("\r")
     if text in _BOOLS:
         return text
-    for rx in (_INT, _FLOAT):
+    for rx in (INT, FLOAT):
         if re.fullmatch(rx, text):
             return rx
     return None
@@ -84,12 +86,13 @@ def _shape(kind: str, keys: tuple, types: tuple) -> Shape:
     def at(key):
         if key not in groups or (key == "accept len" and kind != "decode"):
             return -1, None
-        return groups.index(key), int if types[keys.index(key)] == _INT else float
+        return groups.index(key), int if types[keys.index(key)] == INT else float
 
     return Shape(
         re.compile(", ".join(re.escape(k) + ": " + (re.escape(t) if t in _BOOLS else t) for k, t in zip(keys, types))
                    + r"\r?"),
         at("#running-req"), at("accept len"), at("gen throughput (token/s)"), head.replace("%", "%%") + slots + fields + "}}",
+        keys, types,
     )
 
 
@@ -134,6 +137,7 @@ class BlockPattern(NamedTuple):
     decode: Shape | None
     prefill: Shape | None
     prefill_at: int  # where the prefill shape's values start in a match's groups
+    fast: tuple | None = None  # (decode, prefill) as the C reader takes them (logfast.specs), None: no C reader
 
 
 def block_pattern(decode: Shape | None, prefill: Shape | None) -> BlockPattern:

@@ -337,11 +337,16 @@ class _Run:
 
 def read_settings(lines: Iterable[str]) -> list[SettingsSegment]:
     """Every run's settings in a log, in order; a log without start-up lines gives []."""
+    return read_numbered(enumerate(lines, 1))
+
+
+def read_numbered(lines: Iterable[tuple[int, str]]) -> list[SettingsSegment]:
+    """read_settings of (line number, line) pairs: the lines it skips may be left out."""
     from decodescope.serverstats.findings import line_rules
     rules = line_rules()
     runs: list[_Run] = []
     run = None
-    for n, raw in enumerate(lines, 1):
+    for n, raw in lines:
         # most lines of a long log are statistics or requests, never start-up lines: four substring tests
         if "Decode batch" in raw or "Prefill batch" in raw or "throughput" in raw or "HTTP/1.1" in raw:
             continue

@@ -253,7 +253,7 @@ def _fused(path, monkeypatch, quick: bool, continues: bool):
 
     blocks = logio.line_blocks
     with monkeypatch.context() as m:
-        m.setattr(logio, "line_blocks", lambda f, budget: blocks(f, budget, 4096))
+        m.setattr(logio, "line_blocks", lambda f, budget, **kw: blocks(f, budget, 4096, **kw))
         if not quick:
             m.setattr(logfused._Pass, "block_pattern", lambda self: None)
             m.setattr(logcolumns, "_steady_run", lambda scan, rows, codes: False)
