@@ -274,6 +274,15 @@ def test_structured_sparse_compressed_tensors_is_one_clear_error(tmp_path):
     assert _bits(tmp_path, q)["down_proj"] == 8
 
 
+@pytest.mark.parametrize("group", [0, None, "Linear", {"targets": "Linear", "weights": {"num_bits": 4}}])
+def test_a_compressed_tensors_group_of_the_wrong_shape_is_one_clear_error(tmp_path, group):
+    # a group must be an object whose targets are a list (found by the fuzz test: {"": 0})
+    from decodescope.errors import DecodescopeError
+    q = {"quant_method": "compressed-tensors", "config_groups": {"group_0": group}}
+    with pytest.raises(DecodescopeError, match="not an object with a list of targets"):
+        _bits(tmp_path, q)
+
+
 def test_qwen3_30b_a3b_fp8_block_scales():
     # Qwen/Qwen3-30B-A3B-FP8: quant_method fp8, weight_block_size [128, 128] (one fp32 scale per
     # 128 x 128 block: 32/16384 = 0.002 bit, not counted), modules_to_not_convert: lm_head and per

@@ -197,9 +197,12 @@ def _compressed_tensors(q: dict, arch: Arch) -> WeightFormat:
                                f"{sparse.get('format')!r} (structured sparse weights) is not modelled",
                                "pass the average bits per weight the engine reads with --weights bpw:X")
     per = []
-    for spec in groups.values():
-        f = _ct_group(spec if isinstance(spec, dict) else {}, arch)
-        targets = spec.get("targets") or ["Linear"]
+    for name, spec in groups.items():
+        targets = (spec.get("targets") or ["Linear"]) if isinstance(spec, dict) else None
+        if not isinstance(targets, list):
+            raise DecodescopeError(f"{arch.source}: compressed-tensors config group {name!r} is not an object "
+                                   "with a list of targets", "pass the format with --weights")
+        f = _ct_group(spec, arch)
         # "Linear" targets every linear layer; other targets are module names or re: patterns
         per += [(".*" if t == "Linear" else t, f) for t in targets if isinstance(t, str)]
     per = [("re:.*" if p == ".*" else p, f) for p, f in per]
