@@ -43,7 +43,7 @@ NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 
 # tests/test_physics.py). The others keep their profile's measured one (engines.toml).
 FITTED_FLOOR = frozenset({"llamacpp", "exllamav2", "mlc", "sglang"})
 # engines whose kernels reach a different share of each memory technology (hbm / gddr / lpddr)
-SPLIT_MEMORY = frozenset({"llamacpp"})
+SPLIT_MEMORY = frozenset({"llamacpp", "mlc"})
 # engines with rows whose time is mostly compute-bound GEMMs (TensorRT-LLM's static-batch
 # tables: hundreds of sequences per decode step, context passes over 10^5 tokens): their
 # share of the datasheet tensor FLOP/s is fitted; the others keep their estimate
