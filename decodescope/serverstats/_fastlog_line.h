@@ -1,6 +1,46 @@
 /* Reading one SGLang statistics line: its shape's spec, the stamp, the values (part of
    _fastlog.c, which includes it: one translation unit) */
 
+/* the s->n literals and their value types (T_INT .. T_FALSE) of a spec; counts the groups */
+static int read_pieces(PyObject *lits, PyObject *types, Spec *s)
+{
+    s->n_groups = 0;
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        PyObject *l = PyTuple_GET_ITEM(lits, i);
+        if (!PyBytes_Check(l)) {
+            PyErr_SetString(PyExc_TypeError, "spec: literal not bytes");
+            return -1;
+        }
+        s->lit[i] = PyBytes_AS_STRING(l);
+        s->lit_len[i] = PyBytes_GET_SIZE(l);
+        long t = PyLong_AsLong(PyTuple_GET_ITEM(types, i));
+        if (t < T_INT || t > T_FALSE) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "spec: bad type");
+            return -1;
+        }
+        s->type[i] = (int)t;
+        if (t == T_INT || t == T_FLOAT)
+            s->n_groups++;
+    }
+    return 0;
+}
+
+/* the record template's pieces (their count checked by the caller) */
+static int read_template(PyObject *tpl, Spec *s)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tpl); i++) {
+        PyObject *t = PyTuple_GET_ITEM(tpl, i);
+        if (!PyBytes_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "spec: template piece not bytes");
+            return -1;
+        }
+        s->tpl[i] = PyBytes_AS_STRING(t);
+        s->tpl_len[i] = PyBytes_GET_SIZE(t);
+    }
+    return 0;
+}
+
 /* spec: None, or (kind, flag, marker: bytes, literals: tuple[bytes], types: tuple[int],
    (ri, rt, ai, at, gi, gt), template pieces: tuple[bytes]) from logfast.spec() */
 static int read_spec(PyObject *o, Spec *s, int *present)
@@ -22,25 +62,8 @@ static int read_spec(PyObject *o, Spec *s, int *present)
     s->marker = PyBytes_AS_STRING(marker);
     s->marker_len = PyBytes_GET_SIZE(marker);
     s->n = n;
-    s->n_groups = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *l = PyTuple_GET_ITEM(lits, i);
-        if (!PyBytes_Check(l)) {
-            PyErr_SetString(PyExc_TypeError, "spec: literal not bytes");
-            return -1;
-        }
-        s->lit[i] = PyBytes_AS_STRING(l);
-        s->lit_len[i] = PyBytes_GET_SIZE(l);
-        long t = PyLong_AsLong(PyTuple_GET_ITEM(types, i));
-        if (t < T_INT || t > T_FALSE) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "spec: bad type");
-            return -1;
-        }
-        s->type[i] = (int)t;
-        if (t == T_INT || t == T_FLOAT)
-            s->n_groups++;
-    }
+    if (read_pieces(lits, types, s) < 0)
+        return -1;
     if (!PyArg_ParseTuple(idx, "iiiiii;spec indexes", &s->ri, &s->rt, &s->ai, &s->at, &s->gi, &s->gt))
         return -1;
     if (s->ri >= s->n_groups || s->ai >= s->n_groups || s->gi >= s->n_groups) {
@@ -51,15 +74,8 @@ static int read_spec(PyObject *o, Spec *s, int *present)
         PyErr_SetString(PyExc_ValueError, "spec: template pieces");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tpl); i++) {
-        PyObject *t = PyTuple_GET_ITEM(tpl, i);
-        if (!PyBytes_Check(t)) {
-            PyErr_SetString(PyExc_TypeError, "spec: template piece not bytes");
-            return -1;
-        }
-        s->tpl[i] = PyBytes_AS_STRING(t);
-        s->tpl_len[i] = PyBytes_GET_SIZE(t);
-    }
+    if (read_template(tpl, s) < 0)
+        return -1;
     *present = 1;
     return 0;
 }

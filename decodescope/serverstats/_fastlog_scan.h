@@ -263,6 +263,32 @@ static int flush_records(Reader *rd, PyObject *batch)
     return r;
 }
 
+/* scan()'s loop: the lines of `data` from *pos, each read here or skipped, until one that
+   Python must read (returned in *back, *pos after it) or the end; -1 on an error */
+static int scan_lines(Reader *rd, Py_buffer *data, Py_ssize_t *pos, long long *line_no, Py_ssize_t *skipped,
+                      const char *banner, Py_ssize_t banner_len, PyObject **back)
+{
+    const char *p = data->buf;
+    for (*pos = *pos < 0 ? 0 : *pos; *pos <= data->len;) {
+        Py_ssize_t s = *pos;
+        const char *nl = s < data->len ? memchr(p + s, '\n', (size_t)(data->len - s)) : NULL;
+        Py_ssize_t e = nl ? nl - p : data->len;
+        *pos = e + 1;
+        int r = read_line(rd, p, s, e, ++*line_no);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        /* any other line: Python reads one holding "batch" or the banner, the rest are skipped */
+        if (holds(p + s, e - s, "batch", 5) || holds(p + s, e - s, banner, banner_len)) {
+            *back = PyUnicode_DecodeUTF8(p + s, e - s, "replace");
+            return *back == NULL ? -1 : 0;
+        }
+        ++*skipped;
+    }
+    return 0;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args)
 {
     Py_buffer data;
@@ -290,25 +316,8 @@ static PyObject *scan(PyObject *self, PyObject *args)
     }
     if (read_spec(dspec, &rd->specs[0], &rd->have[0]) < 0 || read_spec(pspec, &rd->specs[1], &rd->have[1]) < 0)
         goto end;
-    const char *p = data.buf;
-    for (pos = pos < 0 ? 0 : pos; pos <= data.len;) {
-        Py_ssize_t s = pos;
-        const char *nl = s < data.len ? memchr(p + s, '\n', (size_t)(data.len - s)) : NULL;
-        Py_ssize_t e = nl ? nl - p : data.len;
-        pos = e + 1;
-        int r = read_line(rd, p, s, e, ++line_no);
-        if (r < 0)
-            goto end;
-        if (r > 0)
-            continue;
-        /* any other line: Python reads one holding "batch" or the banner, the rest are skipped */
-        if (holds(p + s, e - s, "batch", 5) || holds(p + s, e - s, banner, banner_len)) {
-            if ((back = PyUnicode_DecodeUTF8(p + s, e - s, "replace")) == NULL)
-                goto end;
-            break;
-        }
-        skipped++;
-    }
+    if (scan_lines(rd, &data, &pos, &line_no, &skipped, banner, banner_len, &back) < 0)
+        goto end;
     if (flush_records(rd, batch) == 0)
         result = Py_BuildValue("nLnnO", pos, line_no, skipped, rd->n_out, back ? back : Py_None);
 end:

@@ -97,6 +97,27 @@ static PyObject *count(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(n);
 }
 
+/* fill()'s output size: the text's bytes, each byte 0 replaced by its mark; -1 (an error set)
+   when a mark is not bytes or the size overflows */
+static Py_ssize_t filled_size(Py_ssize_t size, PyObject *marks)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(marks); i++) {
+        PyObject *m = PyList_GET_ITEM(marks, i);
+        if (!PyBytes_Check(m)) {
+            PyErr_SetString(PyExc_TypeError, "fill: marks must be bytes");
+            return -1;
+        }
+        if (PyBytes_GET_SIZE(m) > PY_SSIZE_T_MAX - size) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        size += PyBytes_GET_SIZE(m) - 1;
+        if (size < 0)  /* more empty marks than bytes: fill() says so (and the check above stays defined) */
+            return -1;
+    }
+    return size;
+}
+
 static PyObject *fill(PyObject *self, PyObject *args)
 {
     Py_buffer b;
@@ -104,18 +125,11 @@ static PyObject *fill(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "y*O!:fill", &b, &PyList_Type, &marks))
         return NULL;
-    Py_ssize_t k = PyList_GET_SIZE(marks), size = b.len;
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *m = PyList_GET_ITEM(marks, i);
-        if (!PyBytes_Check(m)) {
-            PyErr_SetString(PyExc_TypeError, "fill: marks must be bytes");
-            goto end;
-        }
-        if (PyBytes_GET_SIZE(m) > PY_SSIZE_T_MAX - size) {
-            PyErr_NoMemory();
-            goto end;
-        }
-        size += PyBytes_GET_SIZE(m) - 1;
+    Py_ssize_t k = PyList_GET_SIZE(marks), size = filled_size(b.len, marks);
+    if (size < 0) {  /* an error, or more empty marks than the text has bytes */
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "fill: more marks than bytes 0");
+        goto end;
     }
     out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL)
