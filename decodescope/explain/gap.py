@@ -97,7 +97,7 @@ def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
     def diff(*keys):
         return sum(e.get(k, 0.0) - c.get(k, 0.0) for k in keys)
 
-    eng, why = d.engine.on(d.runs_on), _nccl_note(d)  # as the deployment's backend runs (by_backend)
+    eng, why = d.profile, _nccl_note(d)
     cal = _calibrated(eng.source)
     src, link_src = (Source.CALIBRATION if cal else Source.MODEL,
                      Source.CALIBRATION if _calibrated(d.link.source) else Source.MODEL)
@@ -134,7 +134,7 @@ def log_terms(arch: Arch, d: Deployment, p: Prediction, kernels_ms: float, log: 
     off = log.cuda_graph_off_windows
     # the profile's floor is the launch in a graph plus what the kernel itself costs beyond its
     # bytes (fitted engines: more than 1.1 us); eagerly only the launch part grows
-    kernels = kernels_ms * 1e3 / d.engine.on(d.runs_on).kernel_floor_us  # kernels per round
+    kernels = kernels_ms * 1e3 / d.profile.kernel_floor_us  # kernels per round
     extra = off / n * kernels * (EAGER_KERNEL_US - GRAPH_KERNEL_US) * 1e-3 if off else 0.0  # ms
     graphs = GapTerm(Term.CUDA_GRAPHS_OFF, extra, Source.LOG,
                      f"{off} of {n} windows say `cuda graph: False`: each kernel launched eagerly at "

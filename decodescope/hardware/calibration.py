@@ -146,7 +146,7 @@ def apply(cal: Calibration, deployment):
     profile's achievable fractions, kernel floor and allreduce latency, and notes saying
     which numbers were measured. The host time per pass stays the deployment's."""
     # the profile as the deployment's backend runs it (by_backend), so that the measured numbers win
-    d = replace(deployment, engine=deployment.engine.on(deployment.runs_on))
+    d = replace(deployment, engine=deployment.profile)
     if d.gpu.id != cal.device:
         raise DecodescopeError(f"{cal.source}: measured on '{cal.device}' ({cal.device_name}), but --gpu is '{d.gpu.id}'",
                                f"use a calibration made on {d.gpu.id}, or --gpu {cal.device}")

@@ -164,6 +164,11 @@ class Deployment:
         return Backend(usual) if usual else None
 
     @property
+    def profile(self) -> EngineProfile:
+        """The engine profile as the deployment's backend runs it (its by_backend values in place)."""
+        return self.engine.on(self.runs_on)
+
+    @property
     def moe_tp(self) -> int:
         return self.tp // self.ep
 

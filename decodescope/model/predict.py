@@ -96,7 +96,7 @@ def ceiling_rates(d: Deployment) -> Rates:
 
 
 def expected_rates(d: Deployment) -> Rates:
-    g, e = d.gpu, d.engine.on(d.runs_on)
+    g, e = d.gpu, d.profile
     fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
     alpha_s, nccl_reason = allreduce_alpha(d)
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
