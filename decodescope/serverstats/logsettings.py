@@ -9,18 +9,12 @@ a plain file's lines are tested in C, block by block, and only the others decode
 import io
 
 from decodescope.errors import DecodescopeError
-from decodescope.serverstats.settings import SettingsSegment, read_numbered, read_settings
+from decodescope.serverstats.settings import (DEVICE_LIST, PARSED_TEXTS, SKIPPED, SettingsSegment,
+                                               read_numbered, read_settings)
 
-SKIPPED = ("Decode batch", "Prefill batch", "throughput", "HTTP/1.1")  # read_settings skips a line holding one
-# Of the other lines, read_settings takes something only from one holding a text of
-# settings.parse_line's tests or a gate of a findings rule (line_rules), or from a
-# llama.cpp `Device N:` line while its device list is open: right after a line holding
-# " devices" or "Device " (FOLLOW). The C filter passes only those lines (and long ones);
-# tests compare it with the full pass on every log in tests/data.
-WANTED = ("ServerArgs(", "non-default args:", "args: Namespace(", " with config: ", "vLLM API server version",
-          "TensorRT-LLM version: ", "Attention backend not ", "] Using ", "Load weight end", "KV cache dtype",
-          "Capture cuda graph", " devices", "Device ")
-FOLLOW = (" devices", "Device ")
+# The C filter passes only the lines read_settings may take something from (settings.PARSED_TEXTS,
+# a findings rule's gate, the lines after a settings.DEVICE_LIST one) and long ones; tests
+# compare it with the full pass on every log in tests/data.
 _BLOCK = 1 << 20  # bytes: a line as long is read as the text pass reads it (capped at logio.MAX_LINE characters)
 
 
@@ -73,12 +67,11 @@ def _lines(f, kept):
     them to read_settings, less those it skips: only the others are decoded."""
     from decodescope.serverstats import logio
     from decodescope.serverstats.findings import line_rules
-    from decodescope.serverstats.settings import _LC_GATE
 
-    skipped, follow = (tuple(x.encode() for x in texts) for texts in (SKIPPED, FOLLOW))
-    wanted = tuple(x.encode() for x in dict.fromkeys((*WANTED, *_LC_GATE, *(gate for _, gate, _ in line_rules()))))
+    skipped, follow = (tuple(x.encode() for x in texts) for texts in (SKIPPED, DEVICE_LIST))
+    wanted = tuple(x.encode() for x in dict.fromkeys((*PARSED_TEXTS, *(gate for _, gate, _ in line_rules()))))
     assert logio.MAX_LINE >= _BLOCK  # a line shorter than a block is never capped
-    n, after = 1, False  # the number of the block's first line; whether it follows a FOLLOW line
+    n, after = 1, False  # the number of the block's first line; whether it follows a DEVICE_LIST line
     while True:
         start = f.tell()
         data = f.read(_BLOCK)

@@ -302,6 +302,16 @@ def parse_line(line: str) -> tuple[str | None, dict]:
 # cheap substring tests before any llama.cpp regex: most lines of a long log are none of these
 _LC_GATE = ("offloaded", "n_ctx", "flash_attn", "type_k", "MiB, V (", "file type", "ftype", "meta data",
             "draft model", "build", "version", "loading model")
+# a text every line parse_line takes something from holds (each of its tests and regexes needs
+# one), for a filter that hands over only such lines (logsettings' C filter); " devices" and
+# "Device " also open and fill llama.cpp's device list, whose next lines count too (DEVICE_LIST)
+PARSED_TEXTS = ("ServerArgs(", "non-default args:", "args: Namespace(", " with config: ", "vLLM API server version",
+                "TensorRT-LLM version: ", "Attention backend not ", "] Using ", "Load weight end", "KV cache dtype",
+                "Capture cuda graph", " devices", "Device ", *_LC_GATE)
+DEVICE_LIST = (" devices", "Device ")
+# a line holding one of these is a statistics or request line, never a start-up line
+SKIPPED = ("Decode batch", "Prefill batch", "throughput", "HTTP/1.1")
+_SKIP1, _SKIP2, _SKIP3, _SKIP4 = SKIPPED
 
 
 # ---------------------------------------------------------------- the stream
@@ -347,8 +357,9 @@ def read_numbered(lines: Iterable[tuple[int, str]]) -> list[SettingsSegment]:
     runs: list[_Run] = []
     run = None
     for n, raw in lines:
-        # most lines of a long log are statistics or requests, never start-up lines: four substring tests
-        if "Decode batch" in raw or "Prefill batch" in raw or "throughput" in raw or "HTTP/1.1" in raw:
+        # most lines of a long log are statistics or requests, never start-up lines: four substring
+        # tests, written out (a third of the time of any() over SKIPPED)
+        if _SKIP1 in raw or _SKIP2 in raw or _SKIP3 in raw or _SKIP4 in raw:
             continue
         line = raw[:MAX_LINE].rstrip("\r\n")
         kind, updates = _device_line(run, line) or parse_line(line)
