@@ -1,7 +1,7 @@
 """The typed results of reading server statistics: a spread of values, one log
 segment's summary and the whole log's. Frozen; each serialises to JSON with to_dict()."""
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 
 from decodescope.serverstats.logsegment import Reason
 
@@ -23,7 +23,7 @@ class Spread:
     n: int
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return _fields(self)
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class SegmentSummary:
     warmup_windows: int
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = _fields(self)
         d["reason"] = self.reason.value
         for k in ("accept_len", "gen_tok_s", "gen_tok_s_total", "gen_tok_s_per_req"):
             d[k] = getattr(self, k).to_dict() if getattr(self, k) else None
@@ -71,8 +71,15 @@ class LogSummary:
     rule: str = RULE
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = _fields(self)
+        d["records"] = dict(self.records)
         for k in ("accept_len", "gen_tok_s", "gen_tok_s_total", "gen_tok_s_per_req"):
             d[k] = getattr(self, k).to_dict() if getattr(self, k) else None
         d["segments"] = [s.to_dict() for s in self.segments]
         return d
+
+
+def _fields(obj) -> dict:
+    """The dataclass's fields, one level deep: its to_dict converts what is nested (asdict
+    would deep-copy every segment first, a third of `log --json`'s time on a log of many runs)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
