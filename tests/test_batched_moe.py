@@ -15,7 +15,7 @@ import pytest
 
 from decodescope.arch import load_arch
 from decodescope.model import make_deployment, predict
-from decodescope.model.engines import get_engine
+from decodescope.model.engines import Backend, get_engine
 from decodescope.model.predict import estimates
 
 # Qwen3-30B-A3B: 48 MoE layers, 128 experts of which 8 per token, each expert a gate, up and
@@ -36,8 +36,8 @@ def _estimates(batch: int, same_tokens: bool, engine: str = "llamacpp"):
                         same_tokens=same_tokens)
     d = replace(d, moe_matvec_max_tokens=1)
     base = replace(d.engine, memory_efficiency={"lpddr": 0.8}, format_efficiency={"q8_0": 1.0})
-    priced = replace(base, moe_batched_slowdown={"cuda": SLOWDOWN}, moe_batched_slowdown_per_token={"cuda": PER_TOKEN})
-    free = replace(base, moe_batched_slowdown={}, moe_batched_slowdown_per_token={})
+    priced = replace(base, moe_batched_slowdown=SLOWDOWN, moe_batched_slowdown_per_token=PER_TOKEN)
+    free = replace(base, moe_batched_slowdown=0.0, moe_batched_slowdown_per_token=0.0)
     ceiling, with_slowdown = estimates(arch, replace(d, engine=priced))
     without = estimates(arch, replace(d, engine=free))[1]
     return with_slowdown, without, ceiling
@@ -89,8 +89,10 @@ def test_distinct_requests_pay_per_call_not_per_expert_touched():
 def test_the_ceiling_and_other_engines_do_not_pay():
     """The ceiling has no fixed costs; an engine without a batched MoE kernel switch
     (no backends, e.g. vLLM's fused MoE) is unchanged by the slowdowns."""
-    assert get_engine("llamacpp").moe_matvec_max_tokens == {"cuda": 8, "hip": 4, "vulkan": 8, "metal": 31}
-    assert get_engine("vllm").moe_matvec_max_tokens == {}
+    llama = get_engine("llamacpp")
+    limits = {b.value: llama.on(b).moe_matvec_max_tokens for b in Backend}
+    assert limits == {"cuda": 8, "hip": 4, "vulkan": 8, "metal": 31}
+    assert get_engine("vllm").moe_matvec_max_tokens == 0
     _, _, ceiling_llama = _rounds(2, False)
     priced, free, ceiling_vllm = _rounds(2, False, engine="vllm")
     assert priced == pytest.approx(free)
@@ -101,7 +103,7 @@ def test_the_output_says_when_the_batched_kernel_runs():
     """A note names the backend, the switch and the profile's factors where it applies (MoE,
     more tokens per pass than current CUDA builds' mat-vec limit of 8), and only there."""
     arch = load_arch("qwen3-30b-a3b")
-    cuda = get_engine("llamacpp").moe_batched_slowdown["cuda"]
+    cuda = get_engine("llamacpp").moe_batched_slowdown
 
     def notes(a, batch):
         d = make_deployment(a, "gb10", weights="q8_0", engine="llamacpp", batch=batch)

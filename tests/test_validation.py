@@ -150,3 +150,25 @@ def test_terminal_and_json_give_the_same_numbers():
             if e[kind]:
                 assert f"{e[kind]['median_abs']:.1%}" in t.stdout
     assert "rows whose measurement beats the ceiling: none" in t.stdout and data["above_ceiling"] == []
+
+
+def test_a_row_timed_through_a_frontend_checks_the_ceiling_only(tmp_path):
+    """A figure timed through another program's loop (deployments.csv frontend) has no expected
+    value and leaves the fit: the same row without the column is compared and fitted."""
+    shutil.copytree(DATA, tmp_path, dirs_exist_ok=True)
+    path = tmp_path / "deployments.csv"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    columns = lines[0].split(",")
+    ooba = next(i for i, line in enumerate(lines) if line.startswith("OOBA-02,"))
+    # the same row with the frontend column emptied (the row's other cells are kept as they are)
+    assert lines[ooba].endswith(",text-generation-webui") and columns[-1] == "frontend"
+    lines[ooba] = lines[ooba][: -len("text-generation-webui")]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    as_shipped = {r.id: r for r in validate("exllamav2").rows}
+    emptied = {r.id: r for r in validate("exllamav2", data=tmp_path).rows}
+    assert as_shipped["OOBA-02"].expected is None and "timed through text-generation-webui" in as_shipped["OOBA-02"].note
+    assert as_shipped["OOBA-02"].ceiling == pytest.approx(emptied["OOBA-02"].ceiling)
+    assert emptied["OOBA-02"].expected is not None and "timed through" not in emptied["OOBA-02"].note
+    # every other row keeps its figures: the loaded profile is the same, only the fit's rows differ
+    assert {i: r.expected for i, r in as_shipped.items() if i != "OOBA-02"} == \
+        {i: r.expected for i, r in emptied.items() if i != "OOBA-02"}

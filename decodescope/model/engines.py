@@ -16,7 +16,8 @@ EAGER_KERNEL_US = 6.7
 GRAPH_KERNEL_US = 1.1
 # the parameters a backend may set apart from the profile's (EngineProfile.by_backend): those of
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
-BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale")
+BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
+                       "moe_batched_slowdown", "moe_batched_slowdown_per_token")
 
 
 class Backend(Enum):
@@ -39,10 +40,10 @@ class EngineProfile:
     host_ms_per_pass: float  # CPU work per forward pass not hidden behind the GPU (schedule, sample)
     host_ms_per_draft_step: float  # the same per speculative draft step
     allreduce_latency_scale: float  # engine's small-allreduce latency / the link's typical alpha
-    # per backend: a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take
+    # a MoE layer's expert matmuls above moe_matvec_max_tokens tokens per pass take
     # (1 + slowdown + slowdown_per_token x tokens per touched expert) x the mat-vec kernel's time
-    moe_batched_slowdown: dict[str, float] = field(default_factory=dict)
-    moe_batched_slowdown_per_token: dict[str, float] = field(default_factory=dict)
+    moe_batched_slowdown: float = 0.0
+    moe_batched_slowdown_per_token: float = 0.0
     # achieved bandwidth of a format's kernels relative to bf16 ("int4" covers int4-gN)
     format_efficiency: dict[str, float] = field(default_factory=dict)
     # bandwidth efficiency by memory technology where the engine's kernels differ (hbm/gddr/unified)
@@ -52,14 +53,13 @@ class EngineProfile:
     memory_fraction: float = 0.9
     memory_fraction_by_tp: dict[str, float] = field(default_factory=dict)  # TP >= key -> fraction, where it varies
     memory_reserve_gb: float = 0.0
-    # per backend the engine runs on (Backend values; none: the engine has no backend choice):
-    # tokens per pass its MoE mat-vec kernel takes, above which a batched kernel runs
-    moe_matvec_max_tokens: dict[str, int] = field(default_factory=dict)
-    moe_batched_as: dict[str, str] = field(default_factory=dict)  # a backend priced with another's costs
+    # tokens per pass the MoE mat-vec kernel takes, above which a batched kernel runs; 0: one kernel for all
+    moe_matvec_max_tokens: int = 0
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
-    # per backend, fitted values that replace the profile's own where that backend's kernels differ
-    # (BACKEND_OVERRIDABLE); a backend or a parameter not named here keeps the profile's value
+    # per backend (Backend values), the values that replace the profile's own where that backend's
+    # kernels differ (BACKEND_OVERRIDABLE): fitted ([engine.X]) or read in the source ([serving.X]);
+    # a backend or a parameter not named here keeps the profile's value
     by_backend: dict[str, dict] = field(default_factory=dict)
     pp_micro_batches: bool = True  # under PP the batch is split into micro-batches that fill the pipeline
     embedding_on_gpu: bool = True  # False: the token-embedding table stays in host memory
@@ -78,16 +78,6 @@ class EngineProfile:
         """memory_fraction, or the one for the largest TP key not above tp."""
         keys = [int(k) for k in self.memory_fraction_by_tp if int(k) <= tp]
         return self.memory_fraction_by_tp[str(max(keys))] if keys else self.memory_fraction
-
-    def moe_cost_key(self, backend: Backend) -> str:
-        """The backend whose fitted batched-MoE costs `backend` takes (itself unless moe_batched_as says)."""
-        return self.moe_batched_as.get(backend.value, backend.value)
-
-    def moe_batched(self, backend: Backend) -> tuple[int, float, float]:
-        """(mat-vec tokens per pass, slowdown, slowdown per token) of the batched MoE kernel on `backend`."""
-        key = self.moe_cost_key(backend)
-        return (self.moe_matvec_max_tokens[backend.value], self.moe_batched_slowdown.get(key, 0.0),
-                self.moe_batched_slowdown_per_token.get(key, 0.0))
 
     def on(self, backend: Backend | None) -> "EngineProfile":
         """The profile as it runs on `backend`: its by_backend values in place of its own."""
@@ -112,16 +102,17 @@ def engines() -> dict[str, EngineProfile]:
     for k, v in data["engine"].items():
         extra = {f: tuple(x) if isinstance(x, list) else x for f, x in serving.get(k, {}).items()}
         extra["backend_vendors"] = {b: tuple(x) for b, x in extra.get("backend_vendors", {}).items()}
-        out[k] = _checked_backends(EngineProfile(id=k, **v, **extra))
+        # a backend's values from the source (serving) and fitted (engine) make one by_backend
+        read, fitted = extra.pop("by_backend", {}), v.get("by_backend", {})
+        by_backend = {b: {**read.get(b, {}), **fitted.get(b, {})} for b in {*read, *fitted}}
+        out[k] = _checked_backends(EngineProfile(id=k, **{**v, "by_backend": by_backend}, **extra))
     return out
 
 
 def _checked_backends(e: EngineProfile) -> EngineProfile:
     """Refuse a backend name engines.toml spells outside Backend (a typo would price nothing)."""
     known = {b.value for b in Backend}
-    named = (set(e.moe_matvec_max_tokens) | set(e.moe_batched_slowdown) | set(e.moe_batched_slowdown_per_token)
-             | set(e.moe_batched_as) | set(e.moe_batched_as.values()) | set(e.backend_by_vendor.values())
-             | set(e.backend_vendors) | set(e.by_backend))
+    named = set(e.backend_by_vendor.values()) | set(e.backend_vendors) | set(e.by_backend)
     if named - known:
         raise DecodescopeError(f"engines.toml: engine {e.id} names unknown backend(s) {', '.join(sorted(named - known))}",
                                f"use {', '.join(sorted(known))}")

@@ -141,7 +141,7 @@ def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deploy
     kernel: llama.cpp's CUDA / HIP and Vulkan backends multiply the routed experts with a
     mat-vec kernel for one token per pass only and with a tiled one from two on, Metal up to
     31 tokens (builds of late 2025; engines.toml serving.llamacpp quotes the source); each
-    backend's tiled kernel has its own cost (r.moe_batched, EngineProfile.moe_batched). The experts
+    backend's tiled kernel may have its own cost (r.moe_batched, from EngineProfile.on(backend)). The experts
     read stay the routed ones (expected_experts, in weight_ops); the tiled kernel adds
     (slowdown + per_token x tokens each touched expert multiplies) x the mat-vec kernel's time
     for ONE token's experts (r.moe_batched): a cost per call and per column of the tile, not

@@ -120,11 +120,11 @@ def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
 
 def moe_batched(d: Deployment) -> tuple:
     """Rates.moe_batched of the deployment's engine on its backend: () where it has no batched MoE kernel."""
-    backend = d.runs_on
-    if backend is None or not d.engine.moe_matvec_max_tokens:
+    p = d.profile
+    if not p.moe_matvec_max_tokens:
         return ()
-    limit, slowdown, per_token = d.engine.moe_batched(backend)
-    return (limit if d.moe_matvec_max_tokens is None else d.moe_matvec_max_tokens, slowdown, per_token)
+    limit = p.moe_matvec_max_tokens if d.moe_matvec_max_tokens is None else d.moe_matvec_max_tokens
+    return (limit, p.moe_batched_slowdown, p.moe_batched_slowdown_per_token)
 
 
 def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:

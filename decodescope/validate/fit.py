@@ -29,7 +29,7 @@ BOUNDS = {
     # 4 (5x as long); per token each expert multiplies, up to 2: Vulkan's tiled kernel of 2025
     # dequantized each K-quant tile to fp16 and multiplied it in fp16 (engines.toml
     # serving.llamacpp), so that a token could cost more than a whole read of its expert
-    "moe_batched_slowdown": (0.0, 4.0),  # per backend: moe_batched_slowdown.cuda, .vulkan
+    "moe_batched_slowdown": (0.0, 4.0),
     "moe_batched_slowdown_per_token": (0.0, 2.0),
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
@@ -55,7 +55,7 @@ SIXTEEN_BIT = ("bf16", "fp16")
 
 
 # fitted parameters held in a dict of the profile, one entry per key (the name's part after the dot)
-DICT_GROUPS = ("memory_efficiency", "format_efficiency", "moe_batched_slowdown", "moe_batched_slowdown_per_token")
+DICT_GROUPS = ("memory_efficiency", "format_efficiency")
 
 
 # a parameter of one backend's kernels (EngineProfile.by_backend) is named "<parameter>@<backend>":
@@ -82,8 +82,6 @@ def value(profile: EngineProfile, name: str) -> float:
         return profile.memory_efficiency.get(name.split(".")[1], profile.bw_efficiency)
     if name.startswith("format_efficiency."):
         return profile.format_efficiency.get(name.split(".")[1], 1.0)
-    if _group(name) in MOE_BATCHED:
-        return getattr(profile, _group(name)).get(name.split(".")[1], 0.0)
     return getattr(profile, name)
 
 
@@ -125,9 +123,8 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
                      if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
     names += ["kernel_floor_us"] if engine in FITTED_FLOOR else []
     names += ["flops_efficiency"] if engine in FITTED_FLOPS else []
-    # engines with a batched MoE kernel: its costs on each backend the rows ran (priced as moe_cost_key says)
-    keys = sorted({c.deployment.engine.moe_cost_key(c.deployment.runs_on) for c in cases if c.deployment.runs_on})
-    names += [f"{p}.{k}" for k in keys for p in MOE_BATCHED]
+    # engines with a batched MoE kernel: its costs (rows that never leave the mat-vec kernel drop out)
+    names += list(MOE_BATCHED) if any(c.deployment.engine.moe_matvec_max_tokens for c in cases) else []
     names += ["host_ms_per_pass", "host_ms_per_draft_step", "allreduce_latency_scale"]
     return names + backend_params(engine, cases)
 
@@ -142,14 +139,18 @@ def backend_params(engine: str, cases: list[Case]) -> list[str]:
         fmts = {format_family(f.name) for f in (c.deployment.weights, c.deployment.draft_weights) if f}
         out += [f"kernel_floor_us@{b.value}"] if "kernel_floor_us" in over and engine in FITTED_FLOOR else []
         out += [f"format_efficiency.{f}@{b.value}" for f in sorted(fmts & set(over.get("format_efficiency", {})))]
-        out += [f"allreduce_latency_scale@{b.value}"] if "allreduce_latency_scale" in over else []
+        out += [f"{p}@{b.value}" for p in ("allreduce_latency_scale", *MOE_BATCHED) if p in over]
     return list(dict.fromkeys(out))
 
 
 def neutral(profile: EngineProfile, params: list[str]) -> EngineProfile:
     """`profile` with every fitted parameter at its neutral value (format and memory
-    efficiencies and by_backend cleared first); what is not fitted (measured floors, FLOP/s share) stays."""
-    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], by_backend={}, **{g: {} for g in DICT_GROUPS})
+    efficiencies and the fitted by_backend values cleared first); what is not fitted (measured floors,
+    FLOP/s share, what a backend's source sets) stays."""
+    read = {b: {k: v for k, v in over.items() if k not in BOUNDS and k not in DICT_GROUPS}
+            for b, over in profile.by_backend.items()}
+    base = replace(profile, bw_efficiency=NEUTRAL["bw_efficiency"], by_backend={b: o for b, o in read.items() if o},
+                   **{g: {} for g in DICT_GROUPS})
     # a backend's parameters start at the profile's own (no by_backend entry until fitted)
     return with_values(base, {p: NEUTRAL[_group(p)] for p in params if not _on_backend(p)})
 

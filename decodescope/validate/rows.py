@@ -50,6 +50,15 @@ class Case:
     note: str
     prompt: int = 0  # END_TO_END, SERVING: tokens per prompt
     output: int = 0  # END_TO_END, SERVING: tokens generated per request
+    # the program the figure was timed through where it is not the engine's own loop
+    # (deployments.csv `frontend`, e.g. text-generation-webui): its per-token work (its sampler,
+    # streaming to a browser) is outside what the model describes, so the row checks the ceiling only
+    frontend: str = ""
+
+    @property
+    def comparable(self) -> bool:
+        """The model's expected value describes what was timed (accept length known, no frontend)."""
+        return self.accept_known and not self.frontend
 
     @property
     def engine(self) -> str:
@@ -150,7 +159,10 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
     prompt, output = _lengths(pub, compare) if compare in (Compare.END_TO_END, Compare.SERVING) else (0, 0)
     if compare is Compare.END_TO_END and d.spec.method != "none":
         raise DecodescopeError("compare end_to_end is a static batch without speculative decoding")
-    return Case(pub["id"], pub["source_key"], float(pub["value"]), compare, known, arch, d, dep["note"], prompt, output)
+    frontend = (dep.get("frontend") or "").strip()
+    note = dep["note"] + (f"; timed through {frontend}: ceiling only" if frontend else "")
+    return Case(pub["id"], pub["source_key"], float(pub["value"]), compare, known, arch, d, note, prompt, output,
+                frontend)
 
 
 def _lengths(pub: dict, compare: Compare) -> tuple[int, int]:
@@ -180,7 +192,10 @@ def _flag(value: str, column: str) -> bool:
 # head, TensorRT-LLM's masked MHA kernel of v0.5 / v0.6.1: Deployment.kv_per_query_head);
 # backend (llama.cpp rows: cuda, hip, vulkan or metal as the source states it; empty: not
 # stated, the GPU vendor's usual one); moe_matvec_max_tokens (tokens per pass the row's build
-# took through its MoE mat-vec kernel, where the build predates the profile's: see engines.toml)
+# took through its MoE mat-vec kernel, where the build predates the profile's: see engines.toml);
+# frontend (the program the figure was timed through where it is not the engine's own loop or
+# benchmark, e.g. text-generation-webui, whose per-token sampler and streaming the model does not
+# describe: such a row checks the ceiling only; empty: the engine's own)
 
 
 def load_cases(data: Path = DATA) -> tuple[tuple[Case, ...], tuple[Skipped, ...]]:

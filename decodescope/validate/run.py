@@ -152,12 +152,12 @@ def _row(c: Case) -> RowResult:
     ceiling, expected = c.tok_s()
     d = c.deployment
     return RowResult(c.id, c.source, c.engine, d.gpu.id, c.arch.name, c.measured,
-                     expected if c.accept_known else None, ceiling, c.note)
+                     expected if c.comparable else None, ceiling, c.note)
 
 
 def engine_result(profile: EngineProfile, cases: list[Case], refit: bool = False) -> EngineResult:
     rows = tuple(_row(c) for c in cases)
-    known = [c for c in cases if c.accept_known]
+    known = [c for c in cases if c.comparable]
     params = candidate_params(profile.id, cases)
     start = neutral(profile, params)
     samples = [Sample.of(c, start, params) for c in known]

@@ -88,7 +88,7 @@ def sglang_samples():
     cases = [c for c in load_cases(DATA)[0] if c.engine == "sglang"]
     params = candidate_params("sglang", cases)
     start = neutral(get_engine("sglang"), params)
-    samples = [Sample.of(c, start, params) for c in cases if c.accept_known]
+    samples = [Sample.of(c, start, params) for c in cases if c.comparable]
     params = [p for p in params if any(p in s.linear.params for s in samples)]
     return samples, start, {p: value(start, p) for p in params}
 
