@@ -171,7 +171,9 @@ def apply(cal: Calibration, deployment):
     link = d.link
     if d.gpus > 1 and cal.allreduce:
         alpha = min(cal.allreduce, key=lambda a: a.bytes).us * 1e-6
-        link = replace(link, allreduce_latency_s=alpha, nccl_latency_s=alpha, source=f"calibration {cal.source}")
+        # measured on the calibration's GPUs, taken as is (no NCCL hops added for another count)
+        link = replace(link, allreduce_latency_s=alpha, nccl_latency_s=alpha, nccl_hop_latency_s=0.0,
+                       source=f"calibration {cal.source}")
         engine = replace(engine, allreduce_latency_scale=1.0)
         notes[0] += f", allreduce latency {alpha * 1e6:.1f} us ({cal.gpus} GPUs)"
     notes.append(f"not measured: host time per pass {engine.host_ms_per_pass:g} ms (engine '{engine.id}')")

@@ -113,6 +113,8 @@ def _interconnect(iid: str, t: dict) -> Interconnect:
         nccl_latency_s=t["nccl_latency_us"] / 1e6,
         bw_efficiency=t["bw_efficiency"],
         source=t["source"],
+        nccl_hop_latency_s=t.get("nccl_hop_latency_us", 0.0) / 1e6,
+        nccl_latency_gpus=t.get("nccl_latency_gpus", 2),
     )
 
 

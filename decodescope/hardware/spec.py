@@ -54,3 +54,12 @@ class Interconnect:
     nccl_latency_s: float  # alpha when that kernel cannot run: no P2P, or more than 2 GPUs on PCIe
     bw_efficiency: float  # achievable fraction of the link's per-direction bandwidth in an allreduce
     source: str
+    # NCCL's small allreduce passes 2(n-1) hops on one node (its ring and its intra-node tree
+    # alike), each costing nccl_hop_latency_s: n GPUs pay 2(n - m) hops more than the m GPUs
+    # nccl_latency_s was measured on
+    nccl_hop_latency_s: float = 0.0
+    nccl_latency_gpus: int = 2
+
+    def nccl_latency_at(self, gpus: int) -> float:
+        """NCCL's small-allreduce latency among `gpus` GPUs (s), never below the measured one's hops' worth."""
+        return max(0.0, self.nccl_latency_s + 2 * (gpus - self.nccl_latency_gpus) * self.nccl_hop_latency_s)

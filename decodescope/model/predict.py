@@ -68,13 +68,14 @@ def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     if d.split_rows:
         return link.nccl_latency_s, (f"row split: one event wait and one peer copy per exchange, no allreduce "
                                      f"kernel: {link.nccl_latency_s * 1e6:g} us each (the link's NCCL latency)")
+    nccl = link.nccl_latency_at(d.tp)
     if not d.engine.custom_allreduce:
-        return link.nccl_latency_s, (f"allreduce through NCCL ({d.engine.id} has no custom allreduce by default): "
-                                     f"{link.nccl_latency_s * 1e6:g} us each")
+        return nccl, (f"allreduce through NCCL ({d.engine.id} has no custom allreduce by default): "
+                      f"{nccl * 1e6:g} us each among {d.tp} GPUs")
     if link.id.startswith("pcie") and (link.id == "pcie-sys" or not g.p2p or d.tp > 2):
         why = ("P2P is off between CPU sockets" if link.id == "pcie-sys" else
                f"{g.id} has no PCIe P2P" if not g.p2p else "more than 2 GPUs on PCIe")
-        return link.nccl_latency_s, f"allreduce through NCCL ({why}): {link.nccl_latency_s * 1e6:g} us each"
+        return nccl, f"allreduce through NCCL ({why}): {nccl * 1e6:g} us each among {d.tp} GPUs"
     return link.allreduce_latency_s, ""
 
 
