@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from decodescope.arch import MLA, Arch, Attention, Layer, MoE, PooledKV, StateMixer, Tensor
 from decodescope.model.formats import WeightFormat
+from decodescope.model.kloop import k_loop_excess_s
 
 if TYPE_CHECKING:  # deployment checks use unique_layers: import it for annotations only
     from decodescope.model.deployment import Deployment
@@ -34,6 +35,9 @@ class Rates(NamedTuple):
     # (tokens, slowdown, per-token slowdown): above `tokens` tokens per pass the engine runs a
     # MoE layer's expert matmuls through a batched kernel (batched_moe_ops); () for none
     moe_batched: tuple = ()
+    # seconds per 128-deep K block of a dense FP8 GEMM that walks K in one workgroup per output
+    # tile (model/kloop.py); 0: the engine's kernels split K, and the roofline stands
+    fp8_k_block_s: float = 0.0
 
 
 class Op(NamedTuple):
@@ -239,6 +243,8 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     moe = layer.mlp if isinstance(layer.mlp, MoE) else None
     routed = routed_tokens(d, batch, tokens_per_req)
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed)
+    k_loops = k_loop_excess_s(layer.tensors(), [op.time_s for op in ops], fmt, moe, d.tp, r.fp8_k_block_s, mtp)
+    ops += [Op("kernels", "fp8 GEMM K loops", 0.0, 0.0, k_loops, "fixed")] if k_loops else []
     ops += batched_moe_ops(layer.tensors(), moe, fmt, d, tokens, routed, r, mtp)
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
