@@ -17,7 +17,7 @@ GRAPH_KERNEL_US = 1.1
 # the parameters a backend may set apart from the profile's (EngineProfile.by_backend): those of
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
 BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
-                       "moe_batched_slowdown", "moe_batched_slowdown_per_token")
+                       "moe_batched_slowdown", "moe_batched_slowdown_per_token", "moe_matvec_per_pair")
 
 
 class Backend(Enum):
@@ -55,6 +55,9 @@ class EngineProfile:
     memory_reserve_gb: float = 0.0
     # tokens per pass the MoE mat-vec kernel takes, above which a batched kernel runs; 0: one kernel for all
     moe_matvec_max_tokens: int = 0
+    # the mat-vec kernel multiplies each (token, routed expert) pair on its own, reading that
+    # expert's weights once per pair: no read shared by the tokens routed to one expert
+    moe_matvec_per_pair: bool = False
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
     # per backend (Backend values), the values that replace the profile's own where that backend's

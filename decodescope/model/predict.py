@@ -105,7 +105,7 @@ def expected_rates(d: Deployment) -> Rates:
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
-                 moe_batched=moe_batched(d))
+                 moe_batched=moe_batched(d), moe_matvec_per_pair=e.moe_matvec_per_pair)
 
 
 def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:
