@@ -17,7 +17,8 @@ GRAPH_KERNEL_US = 1.1
 # the parameters a backend may set apart from the profile's (EngineProfile.by_backend): those of
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
 BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
-                       "moe_batched_slowdown", "moe_batched_slowdown_per_token", "fp8_gemm_us_per_k_block")
+                       "moe_batched_slowdown", "moe_batched_slowdown_per_token", "fp8_gemm_us_per_k_block",
+                       "moe_matvec_per_pair")
 
 
 class Backend(Enum):
@@ -58,6 +59,9 @@ class EngineProfile:
     # us per 128-deep K block of a dense FP8 GEMM whose kernel gives each output tile to one
     # workgroup that walks all of K (model/kloop.py); 0: its kernels split K, the roofline stands
     fp8_gemm_us_per_k_block: float = 0.0
+    # the mat-vec kernel multiplies each (token, routed expert) pair on its own, reading that
+    # expert's weights once per pair: no read shared by the tokens routed to one expert
+    moe_matvec_per_pair: bool = False
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
     # per backend (Backend values), the values that replace the profile's own where that backend's

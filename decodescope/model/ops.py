@@ -38,6 +38,9 @@ class Rates(NamedTuple):
     # seconds per 128-deep K block of a dense FP8 GEMM that walks K in one workgroup per output
     # tile (model/kloop.py); 0: the engine's kernels split K, and the roofline stands
     fp8_k_block_s: float = 0.0
+    # below moe_batched's tokens the MoE mat-vec kernel reads an expert once per (token, expert)
+    # pair (expected rates of EngineProfile.moe_matvec_per_pair; the ceiling shares the reads)
+    moe_matvec_per_pair: bool = False
 
 
 class Op(NamedTuple):
@@ -102,7 +105,8 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
     """One op per weight tensor; tokens = batch * tokens per request in this pass, of
     which `routed` (default: all) are distinct tokens the router spreads over experts."""
     bw, peak, bw_by_format, flops_by_dtype = r.bw, r.flops["bf16"], r.bw_by_format, r.flops
-    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, tokens if routed is None else routed, mtp)
+    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, tokens if routed is None else routed, mtp,
+                        per_pair_reads(moe, tokens, r))
     return [_roofline("weights", name, nbytes, flops, bw_by_format.get(kernel, bw) if kernel is not None else bw,
                       flops_by_dtype[key] if key is not None else peak) for name, nbytes, flops, kernel, key in work]
 
@@ -112,10 +116,15 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
 # on the rates, and the function is pure in its hashable arguments, so they are kept.
 @lru_cache(maxsize=1024)
 def _weight_work(tensors: tuple[Tensor, ...], moe: MoE | None, fmt: WeightFormat, tp: int, ep: int, tokens: int,
-                 routed: int, mtp: bool) -> tuple[tuple[str, float, float, str | None, str | None], ...]:
+                 routed: int, mtp: bool, per_pair: bool = False) -> tuple[tuple[str, float, float, str | None, str | None], ...]:
     """(name, bytes, FLOPs, kernel, compute dtype) per weight tensor; kernel and compute
-    dtype are None for tensors read and multiplied in 16 bits (the bf16 rates)."""
-    touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, ep) if moe else None
+    dtype are None for tensors read and multiplied in 16 bits (the bf16 rates). per_pair: an
+    expert is read once per (token, expert) pair, tokens x top_k reads spread over the ep ranks,
+    not once per distinct expert touched."""
+    touched = None
+    if moe:
+        touched = (tokens * moe.num_experts_per_tok / ep if per_pair
+                   else busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, ep))
     out = []
     for t in tensors:
         tf = fmt.tensor_format(t, mtp)  # bits, kernel and compute dtype of this tensor
@@ -137,6 +146,12 @@ def _compute_key(tf) -> str:
     """The Rates.flops key a tensor's matmul runs at: MXFP4 has its own ("mxfp4"), as
     GPUs without FP4 tensor cores run its MoE kernels at the BF16 rate."""
     return "mxfp4" if tf.compute == "fp4" and tf.kernel.startswith("mxfp4") else tf.compute
+
+
+def per_pair_reads(moe: MoE | None, tokens: int, r: Rates) -> bool:
+    """Whether this pass's experts run through a mat-vec kernel that reads an expert once per
+    (token, expert) pair (Rates.moe_matvec_per_pair, up to moe_batched's tokens per pass)."""
+    return bool(moe and r.moe_matvec_per_pair and r.moe_batched and tokens <= r.moe_batched[0])
 
 
 def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment, tokens: int, routed: int,

@@ -106,7 +106,8 @@ def expected_rates(d: Deployment) -> Rates:
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
-                 moe_batched=moe_batched(d), fp8_k_block_s=e.fp8_gemm_us_per_k_block * 1e-6)
+                 moe_batched=moe_batched(d), fp8_k_block_s=e.fp8_gemm_us_per_k_block * 1e-6,
+                 moe_matvec_per_pair=e.moe_matvec_per_pair)
 
 
 def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:

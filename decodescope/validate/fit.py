@@ -136,7 +136,9 @@ def backend_params(engine: str, cases: list[Case]) -> list[str]:
     for c in cases:
         b = c.deployment.runs_on
         over = c.deployment.engine.by_backend.get(b.value, {}) if b else {}
-        fmts = {format_family(f.name) for f in (c.deployment.weights, c.deployment.draft_weights) if f}
+        # the row's formats and the kernels they run (a GGUF file type such as mxfp4_moe runs mxfp4 and q8_0)
+        fmts = {format_family(k) for f in (c.deployment.weights, c.deployment.draft_weights) if f
+                for k in (f.name, *f.kernels)}
         out += [f"kernel_floor_us@{b.value}"] if "kernel_floor_us" in over and engine in FITTED_FLOOR else []
         out += [f"format_efficiency.{f}@{b.value}" for f in sorted(fmts & set(over.get("format_efficiency", {})))]
         out += [f"{p}@{b.value}" for p in ("allreduce_latency_scale", *MOE_BATCHED) if p in over]

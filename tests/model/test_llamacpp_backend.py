@@ -28,9 +28,11 @@ COSTS = ({"cuda": 1.0, "vulkan": 3.0}, {"cuda": 0.25, "vulkan": 1.5})
 
 def _costed(profile, costs):
     """`profile` with the CUDA costs as its own and Vulkan's as its vulkan by_backend (the
-    structure engines.toml uses); HIP and Metal keep their mat-vec limits and take the profile's."""
-    (slow, per_token), over = ((costs[0]["cuda"], costs[1]["cuda"]) if costs else (0.0, 0.0)), dict(profile.by_backend)
-    vulkan = {k: v for k, v in over.get("vulkan", {}).items() if not k.startswith("moe_batched")}
+    structure engines.toml uses); HIP and Metal keep their mat-vec limits and take the profile's
+    (engines.toml's fitted Metal costs dropped here)."""
+    (slow, per_token), over = ((costs[0]["cuda"], costs[1]["cuda"]) if costs else (0.0, 0.0)), {
+        b: {k: v for k, v in o.items() if not k.startswith("moe_batched")} for b, o in profile.by_backend.items()}
+    vulkan = dict(over.get("vulkan", {}))
     if costs:
         vulkan |= {"moe_batched_slowdown": costs[0]["vulkan"], "moe_batched_slowdown_per_token": costs[1]["vulkan"]}
     return replace(profile, moe_batched_slowdown=slow, moe_batched_slowdown_per_token=per_token,
@@ -150,7 +152,7 @@ def test_cli_backend_bad_values(args, says):
 def test_validate_rows_carry_their_backend_and_build():
     """deployments.csv names each llama.cpp row's backend as its source does, and the 2025
     builds' switch at one token where a row ran one; the fit prices each backend's rows with
-    their own costs (Vulkan's its own, HIP's the profile's: the CUDA kernels)."""
+    their own costs (Vulkan's and Metal's their own, HIP's the profile's: the CUDA kernels)."""
     from decodescope.validate.fit import candidate_params
     from decodescope.validate.rows import load_cases
 
@@ -165,4 +167,7 @@ def test_validate_rows_carry_their_backend_and_build():
     params = candidate_params("llamacpp", list(cases.values()))
     assert {"moe_batched_slowdown", "moe_batched_slowdown_per_token", "moe_batched_slowdown@vulkan",
             "moe_batched_slowdown_per_token@vulkan"} <= set(params)
-    assert not [p for p in params if p.endswith(("@hip", "@metal", "@cuda"))]
+    # Metal's kernels (the M2 Ultra batched-bench rows): its own mat-vec format efficiencies and tiled-kernel costs
+    assert {"moe_batched_slowdown@metal", "moe_batched_slowdown_per_token@metal", "format_efficiency.mxfp4@metal",
+            "format_efficiency.q8_0@metal"} <= set(params)
+    assert not [p for p in params if p.endswith(("@hip", "@cuda"))]
