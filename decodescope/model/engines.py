@@ -18,7 +18,7 @@ GRAPH_KERNEL_US = 1.1
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
 BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
                        "moe_batched_slowdown", "moe_batched_slowdown_per_token", "fp8_gemm_us_per_k_block",
-                       "moe_matvec_per_pair")
+                       "moe_matvec_per_pair", "moe_matvec_efficiency")
 
 
 class Backend(Enum):
@@ -62,6 +62,10 @@ class EngineProfile:
     # the mat-vec kernel multiplies each (token, routed expert) pair on its own, reading that
     # expert's weights once per pair: no read shared by the tokens routed to one expert
     moe_matvec_per_pair: bool = False
+    # share of its format's bandwidth the MoE mat-vec kernel reaches on a routed expert's weights,
+    # where a backend's kernel for them is slower than its dense one (Metal's mul_mv_id): a
+    # kernel's property, so it follows the experts into every weight format a lever proposes
+    moe_matvec_efficiency: float = 1.0
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
     # per backend (Backend values), the values that replace the profile's own where that backend's

@@ -41,6 +41,9 @@ class Rates(NamedTuple):
     # below moe_batched's tokens the MoE mat-vec kernel reads an expert once per (token, expert)
     # pair (expected rates of EngineProfile.moe_matvec_per_pair; the ceiling shares the reads)
     moe_matvec_per_pair: bool = False
+    # share of its format's bandwidth the MoE mat-vec kernel reaches on routed experts (expected
+    # rates of EngineProfile.moe_matvec_efficiency; 1 for the ceiling)
+    moe_matvec_eff: float = 1.0
 
 
 class Op(NamedTuple):
@@ -104,11 +107,20 @@ def weight_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deployment,
                r: Rates, mtp: bool = False, routed: int | None = None) -> list[Op]:
     """One op per weight tensor; tokens = batch * tokens per request in this pass, of
     which `routed` (default: all) are distinct tokens the router spreads over experts."""
-    bw, peak, bw_by_format, flops_by_dtype = r.bw, r.flops["bf16"], r.bw_by_format, r.flops
-    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, tokens if routed is None else routed, mtp,
+    peak, flops_by_dtype = r.flops["bf16"], r.flops
+    tensors = tuple(layer_tensors)
+    work = _weight_work(tensors, moe, fmt, d.tp, d.ep, tokens, tokens if routed is None else routed, mtp,
                         per_pair_reads(moe, tokens, r))
-    return [_roofline("weights", name, nbytes, flops, bw_by_format.get(kernel, bw) if kernel is not None else bw,
-                      flops_by_dtype[key] if key is not None else peak) for name, nbytes, flops, kernel, key in work]
+    return [_roofline("weights", name, nbytes, flops, stream_bw(t, kernel, r),
+                      flops_by_dtype[key] if key is not None else peak)
+            for t, (name, nbytes, flops, kernel, key) in zip(tensors, work)]
+
+
+def stream_bw(t: Tensor, kernel: str | None, r: Rates) -> float:
+    """Bytes/s at which tensor `t` is read: its format's kernels' rate (bf16's for 16-bit
+    tensors), a routed expert's at the MoE mat-vec kernel's share of it."""
+    bw = r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw
+    return bw * r.moe_matvec_eff if t.experts > 1 else bw
 
 
 # The same layers at the same split and tokens come back for the ceiling and the expected
@@ -168,9 +180,10 @@ def batched_moe_ops(layer_tensors, moe: MoE | None, fmt: WeightFormat, d: Deploy
     if not r.moe_batched or moe is None or tokens <= r.moe_batched[0]:
         return []
     _, slowdown, per_token = r.moe_batched
-    work = _weight_work(tuple(layer_tensors), moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
-    touched_s = sum(nbytes / (r.bw_by_format.get(kernel, r.bw) if kernel is not None else r.bw)
-                    for t, (_, nbytes, _, kernel, _) in zip(layer_tensors, work) if t.experts > 1)
+    tensors = tuple(layer_tensors)
+    work = _weight_work(tensors, moe, fmt, d.tp, d.ep, tokens, routed, mtp)  # one row per tensor
+    touched_s = sum(nbytes / stream_bw(t, kernel, r) for t, (_, nbytes, _, kernel, _) in zip(tensors, work)
+                    if t.experts > 1)
     touched = busiest_rank_experts(moe.num_experts, moe.num_experts_per_tok, routed, d.ep)
     one_token = moe.num_experts_per_tok / d.ep  # the experts one token reads on a rank
     per_expert = tokens * one_token / touched  # tokens each touched expert multiplies

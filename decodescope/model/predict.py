@@ -107,7 +107,7 @@ def expected_rates(d: Deployment) -> Rates:
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
                  link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
                  moe_batched=moe_batched(d), fp8_k_block_s=e.fp8_gemm_us_per_k_block * 1e-6,
-                 moe_matvec_per_pair=e.moe_matvec_per_pair)
+                 moe_matvec_per_pair=e.moe_matvec_per_pair, moe_matvec_eff=e.moe_matvec_efficiency)
 
 
 def allreduce_bw_efficiency(d: Deployment, nccl_reason: str) -> float:

@@ -31,11 +31,13 @@ BOUNDS = {
     # serving.llamacpp), so that a token could cost more than a whole read of its expert
     "moe_batched_slowdown": (0.0, 4.0),
     "moe_batched_slowdown_per_token": (0.0, 2.0),
+    "moe_matvec_efficiency": (0.3, 1.0),  # a backend's MoE mat-vec kernel relative to its dense ones
 }
 # the start of every fit: no engine-specific knowledge, physical middle values
 NEUTRAL = {"bw_efficiency": 0.8, "memory_efficiency": 0.8, "format_efficiency": 1.0, "kernel_floor_us": 1.1,
            "host_ms_per_pass": 0.5, "host_ms_per_draft_step": 0.5, "allreduce_latency_scale": 1.0,
-           "flops_efficiency": 0.6, "moe_batched_slowdown": 0.0, "moe_batched_slowdown_per_token": 0.0}
+           "flops_efficiency": 0.6, "moe_batched_slowdown": 0.0, "moe_batched_slowdown_per_token": 0.0,
+           "moe_matvec_efficiency": 1.0}
 # engines whose per-kernel cost is neither measured mode (a CUDA graph replay, an eager
 # PyTorch launch): llama.cpp (CUDA graphs on CUDA since mid 2024, Metal command buffers),
 # ExLlamaV2 (C++ launches without graphs), MLC (TVM runtime); SGLang, whose floor then holds what
@@ -52,6 +54,8 @@ LINEAR = ("kernel_floor_us", "host_ms_per_pass", "host_ms_per_draft_step", "allr
           "moe_batched_slowdown", "moe_batched_slowdown_per_token")
 MOE_BATCHED = ("moe_batched_slowdown", "moe_batched_slowdown_per_token")
 SIXTEEN_BIT = ("bf16", "fp16")
+# efficiencies that divide a stream's bandwidth as a format's does (Linear.formats: b / (m x f))
+INVERSE = ("format_efficiency", "moe_matvec_efficiency")
 
 
 # fitted parameters held in a dict of the profile, one entry per key (the name's part after the dot)
@@ -141,7 +145,7 @@ def backend_params(engine: str, cases: list[Case]) -> list[str]:
                 for k in (f.name, *f.kernels)}
         out += [f"kernel_floor_us@{b.value}"] if "kernel_floor_us" in over and engine in FITTED_FLOOR else []
         out += [f"format_efficiency.{f}@{b.value}" for f in sorted(fmts & set(over.get("format_efficiency", {})))]
-        out += [f"{p}@{b.value}" for p in ("allreduce_latency_scale", *MOE_BATCHED) if p in over]
+        out += [f"{p}@{b.value}" for p in ("allreduce_latency_scale", *MOE_BATCHED, "moe_matvec_efficiency") if p in over]
     return list(dict.fromkeys(out))
 
 
@@ -196,7 +200,7 @@ def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
     m = mem if mem in v0 else "bw_efficiency"
     m0, tiny = v0.get(m, start.bw_efficiency), 1e-9 * t0
     slopes = tuple((p, s) for p in params if _group(p) in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
-    formats = tuple((p, b) for p in params if p.startswith("format_efficiency.")
+    formats = tuple((p, b) for p in params if _group(p) in INVERSE
                     for b in [(ms(**{p: 0.8 * v0[p]}) - t0) / (1 / (m0 * 0.8 * v0[p]) - 1 / (m0 * v0[p]))]
                     if abs(b) > tiny)
     total = (ms(**{m: 0.8 * m0}) - t0) / (1 / (0.8 * m0) - 1 / m0)  # inv + sum(b / f0)

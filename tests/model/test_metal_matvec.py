@@ -3,7 +3,8 @@ mul_mv_id, which dispatches one mat-vec per (token, routed expert) pair ('const 
 = ne20*ne21;' threadgroup slices of one column each in ggml_metal_op_mul_mat_id,
 ggml-org/ggml src/ggml-metal/ggml-metal-ops.cpp): an expert routed to by several tokens is read
 once per token, not once per pass (engines.toml serving.llamacpp by_backend.metal
-moe_matvec_per_pair). Expectations derived by hand below."""
+moe_matvec_per_pair), and reaches a share of its format's bandwidth of its own (engine.llamacpp
+by_backend.metal moe_matvec_efficiency). Expectations derived by hand below."""
 
 from dataclasses import replace
 
@@ -65,3 +66,36 @@ def test_the_tiled_kernel_from_32_tokens_reads_each_expert_once():
     on, _ = _weights_gb(32, False, True)
     off, _ = _weights_gb(32, False, False)
     assert on == pytest.approx(off)
+
+
+def _weights_ms(efficiency: float, weights: str = "q8_0") -> float:
+    """Expected weights time of one batch-1 round (ms) on an M2 Ultra (Metal) with the MoE
+    mat-vec kernel at `efficiency` of its format's bandwidth."""
+    d = make_deployment(ARCH, "m2-ultra", weights=weights, engine="llamacpp", batch=1, context=512)
+    metal = {**d.engine.by_backend.get("metal", {}), "moe_matvec_efficiency": efficiency}
+    d = replace(d, engine=replace(d.engine, by_backend={**d.engine.by_backend, "metal": metal}))
+    _, expected = estimates(ARCH, d)
+    return next(c.ms for c in expected.breakdown if c.component == "weights")
+
+
+def test_the_moe_matvec_share_slows_the_routed_experts_only():
+    """At batch 1 a round reads 8 experts x 48 layers x 5,013,504 bytes = 1,925,185,536 bytes of
+    routed experts. At half the share they take twice as long: 1,925,185,536 B / (800 GB/s x the
+    profile's Q8_0 share on LPDDR) more; the attention, shared and head weights are unchanged."""
+    share = get_engine("llamacpp").bw_eff("q8_0", "lpddr")
+    extra_ms = 8 * LAYERS * EXPERT_BYTES / (800e9 * share) * 1e3
+    assert 8 * LAYERS * EXPERT_BYTES == 1_925_185_536
+    assert _weights_ms(0.5) - _weights_ms(1.0) == pytest.approx(extra_ms, rel=1e-9)
+
+
+def test_the_moe_matvec_share_follows_the_experts_into_another_format():
+    """A lever to Q4_K_M keeps Metal's mat-vec kernel: the experts stay at its share, so the
+    round's weights time scales with the experts' bytes (4.5 / 8.5 bits for the routed experts
+    in the 4-bit GGUF's Q4_K) rather than jumping to the other backends' speed."""
+    slow_q8, fast_q8 = _weights_ms(0.5), _weights_ms(1.0)
+    slow_q4, fast_q4 = _weights_ms(0.5, "q4_k_m"), _weights_ms(1.0, "q4_k_m")
+    # in both formats half the share doubles the routed experts' time; Q4_K_M's experts hold
+    # 4.5-bit Q4_K and 6.5625-bit Q6_K tensors against Q8_0's 8.5 bits, so the added time is
+    # between 4.5 / 8.5 = 0.53 and 6.5625 / 8.5 = 0.77 of Q8_0's (their formats' shares differ by < 1 %)
+    ratio = (slow_q4 - fast_q4) / (slow_q8 - fast_q8)
+    assert 4.5 / 8.5 * 0.99 < ratio < 6.5625 / 8.5 * 1.01
