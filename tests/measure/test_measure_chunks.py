@@ -57,7 +57,10 @@ def test_decode_rate_is_within_5_percent_of_the_servers_own_send_stamps(vllm_lik
     for r in read_run(m.run_file).requests:
         assert (r.chunk_tokens, r.chunk_source, r.output_tokens) == (CHUNKS, source, 60)
         assert r.decode_tok_s == pytest.approx(truth_tok_s(send_log, r.response_id), rel=0.05)
-        assert r.decode_tok_s == pytest.approx(150, rel=0.1), "by hand; the server may lag its schedule under load"
+        # by hand, 45 tokens in 300 ms; the server keeps an absolute schedule, so a first
+        # chunk sent d ms late (a loaded 2-core machine: 27 ms seen) gives 45 / (300 - d) ms
+        # and 25 % covers d up to 60 ms; a miscount (60 tokens: 200 tok/s) still fails
+        assert r.decode_tok_s == pytest.approx(150, rel=0.25)
     (g,) = m.json()["suites"]
     # the role chunk, sent at once, is no token: TTFT covers the 5 rounds before the first
     # content chunk (100 ms), plus the request's own way to the server and back
@@ -68,10 +71,13 @@ def test_decode_rate_is_within_5_percent_of_the_servers_own_send_stamps(vllm_lik
     assert g["tokens_per_chunk"]["source"] == [source]
     # the client's view of a round: 3 tokens per chunk after the first, one chunk per 20 ms
     assert g["client_accept_len"] == pytest.approx(3.0)
-    assert g["client_round_ms"] == pytest.approx(INTERVAL_MS, rel=0.1)
+    assert g["client_round_ms"] == pytest.approx(INTERVAL_MS, rel=0.25)  # lag as above
     # vllm bench serve's TPOT counts all 59 tokens after the first over the 15 gaps
-    # (300 ms): 300 / 59 = 5.08 ms, faster than the true 20 / 3 = 6.67 ms per token
-    assert g["tpot_ms"]["p50"] == pytest.approx(300 / 59, rel=0.05)
+    # (300 ms by hand): 300 / 59 = 5.08 ms, faster than the true 20 / 3 = 6.67 ms per token;
+    # the span itself from the server's send stamps, as it may lag its schedule
+    spans_ms = sorted(45 / truth_tok_s(send_log, r.response_id) * 1e3 for r in read_run(m.run_file).requests)
+    assert g["tpot_ms"]["p50"] == pytest.approx(spans_ms[1] / 59, rel=0.05)
+    assert g["tpot_ms"]["p50"] == pytest.approx(300 / 59, rel=0.25)
 
 
 def test_without_per_chunk_counts_the_split_is_flagged_as_an_estimate(vllm_like, measure):
