@@ -277,3 +277,12 @@ def test_ernie45_dense_ties_embeddings_and_has_no_biases():
     # use_bias false: no projection biases; 16 query heads of 128 (wider than hidden 1024), 2 KV heads
     assert not any(n.endswith(".bias") for n in names)
     assert names["q_proj"] == (2048, 1024) and names["k_proj"] == (256, 1024) and a.tie_word_embeddings
+
+
+def test_minimax_mtp_modules_named_in_the_config_are_said_not_counted():
+    # MiniMax-M2.5's config: "use_mtp": true, "num_mtp_modules": 3, of no published layout
+    a = load_arch(str(CONFIGS / "MiniMaxAI__MiniMax-M2.5.json"))
+    assert a.mtp == ()
+    assert any(n.startswith("config names 3 MTP module(s)") for n in a.notes)
+    # a config without such fields says nothing of MTP
+    assert not any("MTP" in n for n in load_arch("qwen3-8b").notes)

@@ -362,3 +362,18 @@ def test_multimodal_prefixes_and_singular_shared_expert_in_exclusions():
     assert f.tensor_format(t["experts.down_proj"]) == (4.5, "nvfp4", "fp4")
     full = next(layer for layer in a.layers if any(t.name == "q_proj" for t in layer.tensors()))
     assert f.tensor_bits(next(t for t in full.tensors() if t.name == "q_proj")) == 16
+
+
+def test_mlx_affine_quantization_counts_a_scale_and_a_bias_per_group():
+    # mlx-community/gemma-3-1b-pt-6bit: {"group_size": 64, "bits": 6}, no quant_method: each
+    # 64 weights keep a 16-bit scale and a 16-bit bias, 6 + 32 / 64 = 6.5 bits a weight.
+    # 999,885,952 params (Gemma 3 1B, keras-hub's preset gives the same count); the norms,
+    # 26 layers x (4 x 1152 + 2 x 256) + 1152 = 134,272, stay 16-bit.
+    # Read per token: every weight, the tied head included, at 6.5 bits.
+    norms = 26 * (4 * 1152 + 2 * 256) + 1152
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(CONFIGS / "mlx-community__gemma-3-1b-pt-6bit.json"),
+                        "--gpu", "m3-max", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["params_total"] == 999_885_952
+    assert out["weight_bytes_per_gpu"] == pytest.approx((999_885_952 - norms) * 6.5 / 8 + norms * 2)

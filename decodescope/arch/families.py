@@ -147,7 +147,15 @@ def build_minimax_m2(f: Fields):
         raise DecodescopeError(f"{f.source}: minimax_m2 without num_local_experts", "add num_local_experts")
     full = [Layer(x.kind, attention(f, x.mixer.sliding_window, qk_norm=True, qk_norm_full=True), x.mlp)
             for x in layers]
-    return full, [], notes
+    return full, [], notes + _unshipped_mtp(f)
+
+
+def _unshipped_mtp(f: Fields) -> tuple[str, ...]:
+    """MiniMax configs name MTP modules (num_mtp_modules, num_nextn_predict_layers) of no
+    published layout (MiniMax-M2's released checkpoint ships none): said, not counted."""
+    n = f.get("num_mtp_modules", "num_nextn_predict_layers", default=0)
+    return (f"config names {n} MTP module(s) that decodescope does not count (MiniMax-M2's released "
+            "checkpoint ships none): --spec mtp is not offered",) if isinstance(n, int) and n > 0 else ()
 
 
 def _ffn_size(mult: float, hidden: int) -> int:
@@ -325,4 +333,4 @@ def build_minimax_m3(f: Fields):
                  router_bias=bool(f.get("use_routing_bias", default=False)))
     layers = [Layer("sparse_attention" if on[i] else "attention", sparse_attn if on[i] else dense_attn,
                     routed if i in moe_at else dense) for i in range(n)]
-    return layers, [], ()
+    return layers, [], _unshipped_mtp(f)

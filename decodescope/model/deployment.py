@@ -220,7 +220,8 @@ def check(arch: Arch, d: Deployment) -> None:
                 raise DecodescopeError(f"--tp {d.tp} does not divide {field} = {n} of {arch.name}",
                                        "choose a TP size that divides the head counts")
     if d.spec.method == "mtp" and not arch.mtp:
-        raise DecodescopeError(f"{arch.name} has no MTP layers (mtp_num_hidden_layers / num_nextn_predict_layers)",
+        raise DecodescopeError(f"{arch.name} has no MTP layers that decodescope counts "
+                               "(mtp_num_hidden_layers / num_nextn_predict_layers; the model's notes say more)",
                                "use eagle:K, draft:K with --draft MODEL, or ngram:K")
     if d.spec.method == "draft" and d.draft is None:
         raise DecodescopeError("--spec draft:K needs --draft MODEL (the draft model's config)")

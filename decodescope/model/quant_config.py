@@ -47,8 +47,22 @@ def _read(arch: Arch) -> WeightFormat:
         return _quark(q, arch)
     if method == "torchao":
         return _torchao(q, arch)
+    if not method and isinstance(q.get("bits"), int) and isinstance(q.get("group_size"), int):
+        return _mlx(q, arch)
     raise DecodescopeError(f"{arch.source}: quantization_config quant_method={method!r} is not understood",
                            f"pass the format with --weights ({' '.join(NAMES)})")
+
+
+def _mlx(q: dict, arch: Arch) -> WeightFormat:
+    """mlx-lm's affine quantization ({"group_size": 64, "bits": 4}, no quant_method): each
+    group of group_size weights keeps a 16-bit scale and a 16-bit bias (mlx.core.quantize)."""
+    bits, group = q["bits"], q["group_size"]
+    if not 1 <= bits <= 8 or not 1 <= group <= 1 << 16:
+        raise DecodescopeError(f"{arch.source}: MLX quantization of {bits} bits per group of {group}",
+                               "bits 1 to 8, a positive group size")
+    bpw = bits + 32 / group
+    return replace(parse_format(f"bpw:{bpw:g}", arch), name=f"mlx int{bits}-g{group} (config)",
+                   source=f"MLX affine: {bits}-bit weights + 16-bit scale and bias per {group} = {bpw:g} bpw")
 
 
 def _fp4_experts(f: WeightFormat, q: dict) -> WeightFormat:
