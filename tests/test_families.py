@@ -114,13 +114,20 @@ PUBLISHED = [
     ("microsoft__Phi-3-mini-4k-instruct", 3.8, "total", "https://huggingface.co/microsoft/Phi-3-mini-4k-instruct"),
     # model card: ERNIE-4.5-0.3B, 0.36B parameters
     ("baidu__ERNIE-4.5-0.3B-PT", 0.36, "total", "https://huggingface.co/baidu/ERNIE-4.5-0.3B-PT"),
+    # Ling report, abstract: "Ling-Lite, with 16.8 billion parameters and 2.75 billion activated
+    # parameters, and Ling-Plus, boasting 290 billion parameters and 28.8 billion activated
+    # parameters"; Ling-Coder-lite is Ling-Lite continued on code (its model card: 16.8B, 2.75B)
+    ("inclusionAI__Ling-Coder-lite", 16.8, "total", "https://arxiv.org/abs/2503.05139"),
+    ("inclusionAI__Ling-plus-base", 290, "total", "https://arxiv.org/abs/2503.05139"),
+    ("inclusionAI__Ling-Coder-lite", 2.75, "active", "https://arxiv.org/abs/2503.05139"),
+    ("inclusionAI__Ling-plus-base", 28.8, "active", "https://arxiv.org/abs/2503.05139"),
 ]
 
 
 @pytest.mark.parametrize("name,published,what,url", PUBLISHED, ids=[f"{p[0]}-{p[2]}" for p in PUBLISHED])
 def test_params_within_one_percent_of_published(name, published, what, url):
     a = load_arch(str(CONFIGS / f"{name}.json"))
-    ours = {"total": a.params_total, "with_mtp": a.params_total + a.params_mtp,
+    ours = {"total": a.params_total, "active": a.params_active, "with_mtp": a.params_total + a.params_mtp,
             "checkpoint": a.params_total + a.params_mtp + 2 * a.embedding.params,
             "non_embedding": a.params_total - a.embedding.params,
             "non_embedding_or_head": a.params_total - 2 * a.embedding.params,

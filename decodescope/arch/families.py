@@ -66,6 +66,10 @@ def translate(f: Fields) -> Fields:
         return rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
         return rename(f, {"num_experts_per_tok": "top_k_experts"})
+    if mt.startswith("bailing_moe"):  # Ling / Ring (inclusionAI): v2 (Ling 2.0) sizes its shared expert apart
+        shared = f.get("moe_shared_expert_intermediate_size", default=0) * f.get("num_shared_experts", default=0)
+        return rename(f, {"attention_bias": "use_qkv_bias", "n_shared_experts": "num_shared_experts",
+                          "use_routing_bias": "moe_router_enable_expert_bias"}, shared_expert_intermediate_size=shared)
     return f
 
 
