@@ -1,6 +1,7 @@
 """Families beyond the bundled presets: each real config's parameter count against the
 figure its publisher gives (model card, or the hub page's safetensors count)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,24 @@ def test_granite_hybrid_every_layer_has_experts_and_a_shared_mlp():
     # GraniteMoeHybridConfig defaults: 128 heads, head "auto" = 2 * 4096 / 128 = 64, 1 group
     assert (m.mamba_num_heads, m.mamba_head_dim, m.n_groups, m.ssm_state_size) == (128, 64, 1, 128)
     assert all(isinstance(x.mlp, MoE) and x.mlp.shared_expert_intermediate_size == 1536 for x in a.layers)
+
+
+def test_ling_2_sizes_its_shared_expert_apart(tmp_path):
+    # Ling 2.0's fields (Ling-mini-2.0's dimensions as NeMo's BailingMoeV2Config documents
+    # them): one dense layer first, then 256 experts of 512, 8 per token, one shared expert
+    # of moe_shared_expert_intermediate_size, sigmoid routing with an expert bias, q/k norms
+    cfg = {"model_type": "bailing_moe", "hidden_size": 2048, "intermediate_size": 5120, "num_hidden_layers": 20,
+           "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 157184,
+           "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512, "num_shared_experts": 1,
+           "moe_shared_expert_intermediate_size": 512, "first_k_dense_replace": 1, "use_qk_norm": True,
+           "moe_router_enable_expert_bias": True, "use_qkv_bias": False, "tie_word_embeddings": False}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    a = load_arch(str(p))
+    assert not isinstance(a.layers[0].mlp, MoE) and a.layers[0].mlp.intermediate_size == 5120
+    moe = a.layers[1].mlp
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (256, 8, 512)
+    assert moe.router_bias
+    # per MoE layer: 256 x 3 x 2048 x 512 experts + 3 x 2048 x 512 shared + 256 x 2048 router
+    # + 256 bias + a 2048 norm
+    assert sum(t.params for t in moe.tensors()) == 256 * 3 * 2048 * 512 + 3 * 2048 * 512 + 256 * 2048 + 256 + 2048
