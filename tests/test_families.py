@@ -256,3 +256,14 @@ def test_ling_2_sizes_its_shared_expert_apart(tmp_path):
     # per MoE layer: 256 x 3 x 2048 x 512 experts + 3 x 2048 x 512 shared + 256 x 2048 router
     # + 256 bias + a 2048 norm
     assert sum(t.params for t in moe.tensors()) == 256 * 3 * 2048 * 512 + 3 * 2048 * 512 + 256 * 2048 + 256 + 2048
+
+
+def test_olmo3_sliding_layers_and_full_width_qk_norms():
+    # tiny-random/olmo-3: hidden 8, 8 heads and 4 KV heads of 32, MLP 32, vocab 100278, untied;
+    # layer_types: a sliding-window layer (4096) then a full one. No published count of a real
+    # OLMo 3 config was found, so this one is counted by hand: per layer 2 norms of 8, q 256 x 8,
+    # k and v 128 x 8, o 8 x 256, q/k norms over all heads (256 + 128), MLP 3 x 32 x 8 = 7,312;
+    # 2 layers, embedding and head 100,278 x 8 each, final norm 8
+    a = load_arch(str(CONFIGS / "tiny-random__olmo-3.json"))
+    assert [x.mixer.sliding_window for x in a.layers] == [4096, None]
+    assert a.params_total == 2 * 7312 + 2 * 100_278 * 8 + 8

@@ -24,7 +24,7 @@ FAMILIES = {
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
                      "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
-                     "glm", "bailing_moe"),
+                     "glm", "bailing_moe", "olmo3"),
                     build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
                      "glm4_moe_lite", "youtu"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
