@@ -16,8 +16,8 @@ from decodescope.hardware.spec import CPU
 @click.option("--tp", type=int, default=1, show_default=True, help="tensor-parallel size")
 @click.option("--pp", type=int, default=1, show_default=True, help="pipeline (layer-split) stages")
 @click.option("--ep", type=int, default=1, show_default=True, help="expert-parallel size (divides tp)")
-@click.option("--weights", help="bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 mxfp8 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X "
-                                "[default: as the config]")
+@click.option("--weights", help="bf16 fp16 fp8 int8 int4-gN nvfp4 mxfp4 mxfp8 q4_k_m q5_k_m q6_k q8_0 mxfp4_moe bpw:X, "
+                                "or a .gguf file (each tensor's type from its header) [default: as the config]")
 @click.option("--kv", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype [default: as the config, else bf16]")
 @click.option("--batch", type=int, default=1, show_default=True, help="requests decoding together")
 @click.option("--context", type=int, default=1024, show_default=True, help="tokens in each request's KV cache")

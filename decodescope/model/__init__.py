@@ -7,6 +7,7 @@ from decodescope.model.deployment import (Deployment, Spec, check_weights_flag, 
                                           parse_spec)
 from decodescope.model.engines import get_engine
 from decodescope.model.formats import WeightFormat, parse_format
+from decodescope.model.gguf_weights import gguf_format
 from decodescope.model.quant_config import config_format
 from decodescope.model.predict import Prediction, predict
 
@@ -22,9 +23,12 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
                                "set --tp / --pp so that their product is the GPU count of one replica "
                                "(data-parallel replicas do not change per-user speed)")
     g = get_gpu(gpu)
-    if weights:
-        check_weights_flag(weights)
-    fmt = parse_format(weights, arch) if weights else config_format(arch)
+    if weights and weights.lower().endswith(".gguf"):
+        fmt = gguf_format(weights, arch)
+    else:
+        if weights:
+            check_weights_flag(weights)
+        fmt = parse_format(weights, arch) if weights else config_format(arch)
     kv_dtype = kv or _config_kv(arch)
     link_id = link or ("none" if tp * pp == 1 else g.link)
     e = get_engine(engine)

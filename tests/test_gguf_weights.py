@@ -1,0 +1,94 @@
+"""--weights FILE.gguf: each tensor's bits from the GGUF header, written here by ggml-org's
+own gguf package (an implementation independent of decodescope's reader). Only headers are
+written: the reader never touches the weights after them."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+Q = gguf.GGMLQuantizationType
+
+
+def write_qwen3_moe(path, layers=48, vocab=True):
+    """Qwen3-30B-A3B's tensors as llama.cpp names them: experts Q4_K, attention Q8_0,
+    router and norms F32, output Q6_K (a dynamic-quant style mix)."""
+    w = gguf.GGUFWriter(str(path), "qwen3moe")
+    w.add_block_count(layers)
+    if vocab:  # a real file's vocabulary: 151,936 strings the reader must walk past
+        w.add_token_list([f"t{i}" for i in range(151936)])
+
+    def info(name, shape, t):
+        n = int(np.prod(shape))
+        if t == Q.F32:
+            return w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * n, raw_dtype=t)
+        block, size = gguf.GGML_QUANT_SIZES[t]
+        w.add_tensor_info(name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
+                          raw_dtype=t)
+    info("token_embd.weight", (151936, 2048), Q.Q4_K)
+    for i in range(layers):
+        info(f"blk.{i}.attn_norm.weight", (2048,), Q.F32)
+        for name, shape in (("attn_q", (4096, 2048)), ("attn_k", (512, 2048)), ("attn_v", (512, 2048)),
+                            ("attn_output", (2048, 4096))):
+            info(f"blk.{i}.{name}.weight", shape, Q.Q8_0)
+        info(f"blk.{i}.ffn_gate_inp.weight", (128, 2048), Q.F32)
+        for name, shape in (("gate", (128, 768, 2048)), ("up", (128, 768, 2048)), ("down", (128, 2048, 768))):
+            info(f"blk.{i}.ffn_{name}_exps.weight", shape, Q.Q4_K)
+    info("output.weight", (151936, 2048), Q.Q6_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    return path
+
+
+def model_json(*args):
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", *args, "--json"], capture_output=True, text=True)
+    return r
+
+
+def test_each_tensor_is_read_at_its_own_bits(tmp_path):
+    f = write_qwen3_moe(tmp_path / "Qwen3-30B-A3B-mix.gguf")
+    r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--weights", str(f))
+    assert r.returncode == 0, r.stderr
+    import json
+    out = json.loads(r.stdout)
+    # by hand, one token: per layer q, k, v, o (18,874,368 weights) at Q8_0's 34 bytes per 32,
+    # 8 of 128 experts (3 x 2048 x 768 each) at Q4_K's 144 bytes per 256, the router
+    # (128 x 2048) and the norms (2 x 2048 + q/k norms 2 x 128) in 16 bits; the head
+    # (151,936 x 2048) at Q6_K's 210 bytes per 256; the final norm
+    layer = 18_874_368 * 34 / 32 + 8 * 3 * 2048 * 768 * 144 / 256 + (128 * 2048 + 2 * 2048 + 2 * 128) * 2
+    assert out["weight_bytes_per_gpu"] == pytest.approx(48 * layer + 151936 * 2048 * 210 / 256 + 2048 * 2)
+    assert out["deployment"]["weights"]["name"] == "gguf Qwen3-30B-A3B-mix.gguf"
+
+
+def test_a_file_of_another_model_is_one_clear_error(tmp_path):
+    f = write_qwen3_moe(tmp_path / "short.gguf", layers=47, vocab=False)
+    r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--weights", str(f))
+    assert r.returncode == 2 and "has 47 blocks" in r.stderr and "Traceback" not in r.stderr
+    r = model_json("qwen3-8b", "--gpu", "rtx-4090", "--weights", str(write_qwen3_moe(tmp_path / "moe.gguf", 36, False)))
+    assert r.returncode == 2 and "routed experts" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"not a gguf at all", b"GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"])
+def test_bad_files_are_one_clear_error(tmp_path, content):
+    f = tmp_path / "bad.gguf"
+    f.write_bytes(content)
+    r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--weights", str(f))
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
+
+
+def test_a_truncated_header_is_one_clear_error(tmp_path):
+    whole = write_qwen3_moe(tmp_path / "whole.gguf", vocab=False).read_bytes()
+    f = tmp_path / "cut.gguf"
+    f.write_bytes(whole[: len(whole) // 2])
+    r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--weights", str(f))
+    assert r.returncode == 2 and "ends early" in r.stderr
+
+
+def test_a_split_file_needs_all_its_parts(tmp_path):
+    f = write_qwen3_moe(tmp_path / "m-00001-of-00002.gguf", vocab=False)
+    r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--weights", str(f))
+    assert r.returncode == 2 and "m-00002-of-00002.gguf is missing" in r.stderr
