@@ -92,3 +92,24 @@ def test_a_split_file_needs_all_its_parts(tmp_path):
     f = write_qwen3_moe(tmp_path / "m-00001-of-00002.gguf", vocab=False)
     r = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--weights", str(f))
     assert r.returncode == 2 and "m-00002-of-00002.gguf is missing" in r.stderr
+
+
+def test_a_llamacpp_log_naming_a_local_gguf_gives_its_tensor_types(tmp_path):
+    # the loader's and the device lines as llama.cpp b3917 prints them (tests/data/startup/
+    # llamacpp-b3917-rtx4070.log), naming a GGUF that is on this machine
+    f = write_qwen3_moe(tmp_path / "Qwen3-30B-A3B-mix.gguf", vocab=False)
+    log = tmp_path / "server.log"
+    log.write_text("ggml_cuda_init: found 1 CUDA devices:\n"
+                   "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+                   f"llama_model_loader: loaded meta data with 3 key-value pairs and 434 tensors from {f} "
+                   "(version GGUF V3 (latest))\n"
+                   "llm_load_print_meta: model ftype      = Q4_K - Medium\n")
+    import json
+    from_log = model_json("qwen3-30b-a3b", "--from-log", str(log))
+    typed = model_json("qwen3-30b-a3b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--weights", str(f))
+    assert from_log.returncode == 0, from_log.stderr
+    assert json.loads(from_log.stdout) == json.loads(typed.stdout)
+    # the same log on a machine without the file falls back to the file type it names
+    f.unlink()
+    fallback = model_json("qwen3-30b-a3b", "--from-log", str(log))
+    assert json.loads(fallback.stdout)["deployment"]["weights"]["name"] == "q4_k_m"

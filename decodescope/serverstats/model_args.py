@@ -5,6 +5,8 @@ these. A setting the model has no value for (a GPTQ checkpoint whose group size 
 not say, a q4_0 GGUF, a q8_0 KV cache, Medusa) is left out: `model` then reads the checkpoint's
 own config, as it does without a log."""
 
+from pathlib import Path
+
 from decodescope.serverstats.settings import Settings, SpecMethod
 
 # llama.cpp file types (print_info: file type) -> decodescope weight formats
@@ -38,6 +40,8 @@ def _gpu(names: tuple[str, ...] | None) -> str | None:
 
 
 def _weights(s: Settings) -> str | None:
+    if s.engine == "llamacpp" and s.model and s.model.lower().endswith(".gguf") and Path(s.model).is_file():
+        return s.model  # the GGUF the server loaded, on this machine: each tensor's own type
     if s.quantization:
         q = s.quantization.lower()
         return _GGUF.get(q) or _QUANT.get(q)
