@@ -267,3 +267,10 @@ def test_olmo3_sliding_layers_and_full_width_qk_norms():
     a = load_arch(str(CONFIGS / "tiny-random__olmo-3.json"))
     assert [x.mixer.sliding_window for x in a.layers] == [4096, None]
     assert a.params_total == 2 * 7312 + 2 * 100_278 * 8 + 8
+
+
+def test_a_multimodal_config_says_its_encoder_is_not_counted():
+    # Qwen3-VL-8B's config holds a vision_config beside text_config; Qwen3-8B's has none
+    assert any(n.startswith("the vision encoder of this multimodal config: not counted")
+               for n in load_arch(str(CONFIGS / "Qwen__Qwen3-VL-8B-Instruct.json")).notes)
+    assert not any("encoder" in n for n in load_arch("qwen3-8b").notes)

@@ -109,7 +109,11 @@ def build_arch(raw: RawConfig) -> Arch:
         # DeepSeek-V4 names its routed experts' FP4 beside quantization_config, not in it
         # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
         quant = {**quant, "expert_dtype": "fp4"}
+    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config")
+              if isinstance(raw.data, dict) and raw.data.get(k)]
+    tower_note = (f"the {' and '.join(towers)} encoder{'s' if len(towers) > 1 else ''} of this multimodal "
+                  "config: not counted, as decode runs the language model only",) if towers else ()
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant,
-                notes=tuple(notes) + dtype_note)
+                notes=tuple(notes) + dtype_note + tower_note)
