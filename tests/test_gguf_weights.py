@@ -16,7 +16,17 @@ def write_qwen3_moe(path, layers=48, vocab=True):
     """Qwen3-30B-A3B's tensors as llama.cpp names them: experts Q4_K, attention Q8_0,
     router and norms F32, output Q6_K (a dynamic-quant style mix)."""
     w = gguf.GGUFWriter(str(path), "qwen3moe")
-    w.add_block_count(layers)
+    w.add_block_count(layers)  # the hyperparameters llama.cpp's converter writes for Qwen3-30B-A3B
+    w.add_context_length(40960)
+    w.add_embedding_length(2048)
+    w.add_feed_forward_length(6144)
+    w.add_head_count(32)
+    w.add_head_count_kv(4)
+    w.add_key_length(128)
+    w.add_value_length(128)
+    w.add_expert_count(128)
+    w.add_expert_used_count(8)
+    w.add_expert_feed_forward_length(768)
     if vocab:  # a real file's vocabulary: 151,936 strings the reader must walk past
         w.add_token_list([f"t{i}" for i in range(151936)])
 
@@ -113,3 +123,67 @@ def test_a_llamacpp_log_naming_a_local_gguf_gives_its_tensor_types(tmp_path):
     f.unlink()
     fallback = model_json("qwen3-30b-a3b", "--from-log", str(log))
     assert json.loads(fallback.stdout)["deployment"]["weights"]["name"] == "q4_k_m"
+
+
+def write_llama(path, layers=32, tied=False):
+    """Llama-3.1-8B's tensors and hyperparameters as llama.cpp's converter writes them
+    (hidden 4096, 32 heads, 8 KV heads, MLP 14336, 128,256 tokens), Q4_K and a Q6_K head."""
+    w = gguf.GGUFWriter(str(path), "llama")
+    for add, value in ((w.add_block_count, layers), (w.add_context_length, 131072), (w.add_embedding_length, 4096),
+                       (w.add_feed_forward_length, 14336), (w.add_head_count, 32), (w.add_head_count_kv, 8)):
+        add(value)
+
+    def info(name, shape, t):
+        block, size = gguf.GGML_QUANT_SIZES[t]
+        n = int(np.prod(shape))
+        w.add_tensor_info(name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
+                          raw_dtype=t)
+    info("token_embd.weight", (128256, 4096), Q.Q4_K)
+    for i in range(layers):
+        for name, shape in (("attn_q", (4096, 4096)), ("attn_k", (1024, 4096)), ("attn_v", (1024, 4096)),
+                            ("attn_output", (4096, 4096)), ("ffn_gate", (14336, 4096)), ("ffn_up", (14336, 4096)),
+                            ("ffn_down", (4096, 14336))):
+            info(f"blk.{i}.{name}.weight", shape, Q.Q4_K)
+    if not tied:
+        info("output.weight", (128256, 4096), Q.Q6_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    return path
+
+
+@pytest.mark.parametrize("write, preset", [(write_llama, "llama-3.1-8b"), (write_qwen3_moe, "qwen3-30b-a3b")])
+def test_a_gguf_file_is_a_model_of_its_own(tmp_path, write, preset):
+    """The layout from the header alone gives the preset's (its config.json's) counts, and the
+    weights are the file's own tensor types."""
+    import json
+    f = write(tmp_path / "model.gguf")
+    alone = model_json(str(f), "--gpu", "rtx-4090", "--engine", "llamacpp")
+    assert alone.returncode == 0, alone.stderr
+    with_config = model_json(preset, "--gpu", "rtx-4090", "--engine", "llamacpp", "--weights", str(f))
+    a, b = json.loads(alone.stdout), json.loads(with_config.stdout)
+    for key in ("params_total", "params_active", "weight_bytes_per_gpu"):
+        assert a[key] == pytest.approx(b[key]), key
+    assert a["expected"]["tok_s"] == pytest.approx(b["expected"]["tok_s"])
+
+
+def test_llama_3_1_8b_from_its_header_by_hand(tmp_path):
+    import json
+    out = json.loads(model_json(str(write_llama(tmp_path / "l.gguf")), "--gpu", "rtx-4090").stdout)
+    # 32 layers x (q 4096^2 + k, v 1024 x 4096 + o 4096^2 + MLP 3 x 4096 x 14336 + 2 norms of 4096)
+    # + embedding and head 128,256 x 4096 + final norm: 8,030,261,248 (Meta's 8.03 B)
+    assert out["params_total"] == 8_030_261_248
+    r = model_json(str(write_llama(tmp_path / "t.gguf", tied=True)), "--gpu", "rtx-4090")
+    assert json.loads(r.stdout)["params_total"] == 8_030_261_248 - 128256 * 4096  # one shared table
+
+
+def test_an_architecture_it_cannot_lay_out_asks_for_the_config(tmp_path):
+    w = gguf.GGUFWriter(str(tmp_path / "g.gguf"), "gemma3")
+    w.add_block_count(2)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    r = model_json(str(tmp_path / "g.gguf"), "--gpu", "rtx-4090")
+    assert r.returncode == 2 and "'gemma3'" in r.stderr and "--weights g.gguf" in r.stderr and "Traceback" not in r.stderr

@@ -93,6 +93,11 @@ def load_config(model: str) -> RawConfig:
         raise DecodescopeError("the model name is empty or longer than 4096 characters",
                                "pass a path to config.json, a preset or a hub id (org/name)")
     p = _as_path(model)
+    if p and p.is_file() and p.name.lower().endswith(".gguf"):
+        from decodescope.arch.gguf_config import gguf_config  # imported for a GGUF only
+
+        data, name = gguf_config(str(p))
+        return RawConfig(data, str(p), name)
     if p and p.is_file():
         return RawConfig(_read_json(p), str(p), p.parent.name if p.name == "config.json" else p.stem)
     if p:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.model.formats import BF16, NAMES, TensorFormat, WeightFormat, _matches, module_names, parse_format
+from decodescope.model.gguf_weights import gguf_format
 
 
 def config_format(arch: Arch) -> WeightFormat:
@@ -43,6 +44,8 @@ def _read(arch: Arch) -> WeightFormat:
     if method == "fbgemm_fp8":  # Meta's FP8 (Llama 3.1 405B): e4m3 + one fp32 scale per row, FP8 math
         return replace(parse_format("fp8", arch), name="fbgemm_fp8 (config)", kernel="fp8",
                        ignore=_patterns(q, "modules_to_not_convert", arch), source="fbgemm_fp8: e4m3 + scale per row")
+    if method == "gguf":  # a GGUF file read as the model (arch/gguf_config.py): its own tensor types
+        return gguf_format(q["file"], arch)
     if method == "quark":
         return _quark(q, arch)
     if method == "torchao":
