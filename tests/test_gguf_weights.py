@@ -12,6 +12,24 @@ gguf = pytest.importorskip("gguf")
 Q = gguf.GGMLQuantizationType
 
 
+def tensor(w, name, shape, t):
+    """One tensor's entry in the header: F32 as is, a quantized type in its blocks' bytes."""
+    n = int(np.prod(shape))
+    if t == Q.F32:
+        return w.add_tensor_tensor(w, name, shape, np.dtype(np.float32), 4 * n, raw_dtype=t)
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    w.add_tensor_tensor(w, name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
+                      raw_dtype=t)
+
+
+def close(w, path):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()  # the header only: no weights after it
+    w.close()
+    return path
+
+
 def write_qwen3_moe(path, layers=48, vocab=True):
     """Qwen3-30B-A3B's tensors as llama.cpp names them: experts Q4_K, attention Q8_0,
     router and norms F32, output Q6_K (a dynamic-quant style mix)."""
@@ -29,29 +47,17 @@ def write_qwen3_moe(path, layers=48, vocab=True):
     w.add_expert_feed_forward_length(768)
     if vocab:  # a real file's vocabulary: 151,936 strings the reader must walk past
         w.add_token_list([f"t{i}" for i in range(151936)])
-
-    def info(name, shape, t):
-        n = int(np.prod(shape))
-        if t == Q.F32:
-            return w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * n, raw_dtype=t)
-        block, size = gguf.GGML_QUANT_SIZES[t]
-        w.add_tensor_info(name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
-                          raw_dtype=t)
-    info("token_embd.weight", (151936, 2048), Q.Q4_K)
+    tensor(w, "token_embd.weight", (151936, 2048), Q.Q4_K)
     for i in range(layers):
-        info(f"blk.{i}.attn_norm.weight", (2048,), Q.F32)
+        tensor(w, f"blk.{i}.attn_norm.weight", (2048,), Q.F32)
         for name, shape in (("attn_q", (4096, 2048)), ("attn_k", (512, 2048)), ("attn_v", (512, 2048)),
                             ("attn_output", (2048, 4096))):
-            info(f"blk.{i}.{name}.weight", shape, Q.Q8_0)
-        info(f"blk.{i}.ffn_gate_inp.weight", (128, 2048), Q.F32)
+            tensor(w, f"blk.{i}.{name}.weight", shape, Q.Q8_0)
+        tensor(w, f"blk.{i}.ffn_gate_inp.weight", (128, 2048), Q.F32)
         for name, shape in (("gate", (128, 768, 2048)), ("up", (128, 768, 2048)), ("down", (128, 2048, 768))):
-            info(f"blk.{i}.ffn_{name}_exps.weight", shape, Q.Q4_K)
-    info("output.weight", (151936, 2048), Q.Q6_K)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    return path
+            tensor(w, f"blk.{i}.ffn_{name}_exps.weight", shape, Q.Q4_K)
+    tensor(w, "output.weight", (151936, 2048), Q.Q6_K)
+    return close(w, path)
 
 
 def model_json(*args):
@@ -132,25 +138,15 @@ def write_llama(path, layers=32, tied=False):
     for add, value in ((w.add_block_count, layers), (w.add_context_length, 131072), (w.add_embedding_length, 4096),
                        (w.add_feed_forward_length, 14336), (w.add_head_count, 32), (w.add_head_count_kv, 8)):
         add(value)
-
-    def info(name, shape, t):
-        block, size = gguf.GGML_QUANT_SIZES[t]
-        n = int(np.prod(shape))
-        w.add_tensor_info(name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
-                          raw_dtype=t)
-    info("token_embd.weight", (128256, 4096), Q.Q4_K)
+    tensor(w, "token_embd.weight", (128256, 4096), Q.Q4_K)
     for i in range(layers):
         for name, shape in (("attn_q", (4096, 4096)), ("attn_k", (1024, 4096)), ("attn_v", (1024, 4096)),
                             ("attn_output", (4096, 4096)), ("ffn_gate", (14336, 4096)), ("ffn_up", (14336, 4096)),
                             ("ffn_down", (4096, 14336))):
-            info(f"blk.{i}.{name}.weight", shape, Q.Q4_K)
+            tensor(w, f"blk.{i}.{name}.weight", shape, Q.Q4_K)
     if not tied:
-        info("output.weight", (128256, 4096), Q.Q6_K)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
-    return path
+        tensor(w, "output.weight", (128256, 4096), Q.Q6_K)
+    return close(w, path)
 
 
 @pytest.mark.parametrize("write, preset", [(write_llama, "llama-3.1-8b"), (write_qwen3_moe, "qwen3-30b-a3b")])
@@ -181,9 +177,6 @@ def test_llama_3_1_8b_from_its_header_by_hand(tmp_path):
 def test_an_architecture_it_cannot_lay_out_asks_for_the_config(tmp_path):
     w = gguf.GGUFWriter(str(tmp_path / "g.gguf"), "gemma3")
     w.add_block_count(2)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
+    close(w, tmp_path / "g.gguf")
     r = model_json(str(tmp_path / "g.gguf"), "--gpu", "rtx-4090")
     assert r.returncode == 2 and "'gemma3'" in r.stderr and "--weights g.gguf" in r.stderr and "Traceback" not in r.stderr
