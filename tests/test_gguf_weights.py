@@ -16,9 +16,9 @@ def tensor(w, name, shape, t):
     """One tensor's entry in the header: F32 as is, a quantized type in its blocks' bytes."""
     n = int(np.prod(shape))
     if t == Q.F32:
-        return w.add_tensor_tensor(w, name, shape, np.dtype(np.float32), 4 * n, raw_dtype=t)
+        return w.add_tensor_info(name, shape, np.dtype(np.float32), 4 * n, raw_dtype=t)
     block, size = gguf.GGML_QUANT_SIZES[t]
-    w.add_tensor_tensor(w, name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
+    w.add_tensor_info(name, (*shape[:-1], shape[-1] // block * size), np.dtype(np.uint8), n // block * size,
                       raw_dtype=t)
 
 
