@@ -149,7 +149,30 @@ def write_llama(path, layers=32, tied=False):
     return close(w, path)
 
 
-@pytest.mark.parametrize("write, preset", [(write_llama, "llama-3.1-8b"), (write_qwen3_moe, "qwen3-30b-a3b")])
+def write_qwen36_moe(path):
+    """Qwen3.6-35B-A3B's header as convert_hf_to_gguf.py writes it from the config (Qwen3NextModel:
+    ssm.conv_kernel = linear_conv_kernel_dim 4, ssm.state_size = linear_key_head_dim 128,
+    ssm.group_count = linear_num_key_heads 16, ssm.time_step_rank = linear_num_value_heads 32,
+    ssm.inner_size = 128 x 32); 40 layers + 1 next-token layer in block_count."""
+    w = gguf.GGUFWriter(str(path), "qwen35moe")
+    for add, value in ((w.add_block_count, 41), (w.add_nextn_predict_layers, 1), (w.add_embedding_length, 2048),
+                       (w.add_head_count, 16), (w.add_head_count_kv, 2), (w.add_key_length, 256),
+                       (w.add_value_length, 256), (w.add_expert_count, 256), (w.add_expert_used_count, 8),
+                       (w.add_expert_feed_forward_length, 512), (w.add_expert_shared_feed_forward_length, 512),
+                       (w.add_ssm_conv_kernel, 4), (w.add_ssm_state_size, 128), (w.add_ssm_group_count, 16),
+                       (w.add_ssm_time_step_rank, 32), (w.add_ssm_inner_size, 4096), (w.add_full_attention_interval, 4)):
+        add(value)
+    tensor(w, "token_embd.weight", (248320, 2048), Q.Q4_K)
+    for i in range(41):  # blk.40: the next-token layer
+        tensor(w, f"blk.{i}.ffn_gate_shexp.weight", (512, 2048), Q.Q8_0)
+        for name, shape in (("gate", (256, 512, 2048)), ("up", (256, 512, 2048)), ("down", (256, 2048, 512))):
+            tensor(w, f"blk.{i}.ffn_{name}_exps.weight", shape, Q.Q4_K)
+    tensor(w, "output.weight", (248320, 2048), Q.Q6_K)
+    return close(w, path)
+
+
+@pytest.mark.parametrize("write, preset", [(write_llama, "llama-3.1-8b"), (write_qwen3_moe, "qwen3-30b-a3b"),
+                                           (write_qwen36_moe, "qwen3.6-35b-a3b")])
 def test_a_gguf_file_is_a_model_of_its_own(tmp_path, write, preset):
     """The layout from the header alone gives the preset's (its config.json's) counts, and the
     weights are the file's own tensor types."""
