@@ -53,7 +53,7 @@ from decodescope.hardware.spec import CPU
 @click.pass_context
 def model(ctx, model, gpu, gpus, tp, pp, ep, weights, kv, batch, context, spec, tree, accept, draft_model, engine,
           backend, link, same_tokens, split_rows, calibration, from_log, as_json, list_presets):
-    """Model one decode round of MODEL (config.json, folder, preset or hub id) on GPUs."""
+    """Model one decode round of MODEL (config.json, folder, preset, hub id or GGUF file) on GPUs."""
     if list_presets:
         for name, p in presets().items():
             click.echo(f"{name:28s} {p['file']}")
