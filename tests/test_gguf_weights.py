@@ -203,3 +203,12 @@ def test_an_architecture_it_cannot_lay_out_asks_for_the_config(tmp_path):
     close(w, tmp_path / "g.gguf")
     r = model_json(str(tmp_path / "g.gguf"), "--gpu", "rtx-4090")
     assert r.returncode == 2 and "'gemma3'" in r.stderr and "--weights g.gguf" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_header_with_a_zero_width_is_one_clear_error(tmp_path):
+    w = gguf.GGUFWriter(str(tmp_path / "z.gguf"), "llama")
+    for add, value in ((w.add_block_count, 1), (w.add_embedding_length, 0), (w.add_head_count, 1)):
+        add(value)
+    tensor(w, "token_embd.weight", (32, 32), Q.Q8_0)
+    r = model_json(str(close(w, tmp_path / "z.gguf")), "--gpu", "rtx-4090")
+    assert r.returncode == 2 and "no positive llama.embedding_length" in r.stderr and "Traceback" not in r.stderr

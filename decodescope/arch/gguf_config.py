@@ -35,10 +35,12 @@ def gguf_config(path: str) -> tuple[dict, str]:
         raise DecodescopeError(f"{path}: GGUF architecture {arch!r}: decodescope reads the layout of "
                                f"{', '.join(MODEL_TYPES)} from a GGUF header only",
                                f"pass the model's config.json as MODEL and the file as --weights {Path(path).name}")
-    data = {key: meta[f"{arch}.{k}"] for key, k in FIELDS.items() if isinstance(meta.get(f"{arch}.{k}"), int)}
+    data = {key: v for key, k in FIELDS.items()
+            if isinstance(v := meta.get(f"{arch}.{k}"), int) and not isinstance(v, bool) and v > 0}
     for key in ("num_hidden_layers", "hidden_size", "num_attention_heads"):
         if key not in data:
-            raise DecodescopeError(f"{path}: the GGUF header has no {arch}.{FIELDS[key]}", "pass the model's config.json")
+            raise DecodescopeError(f"{path}: the GGUF header has no positive {arch}.{FIELDS[key]}",
+                                   "pass the model's config.json")
     names = {name: n for name, _, n, _ in tensors}
     if "token_embd.weight" not in names:
         raise DecodescopeError(f"{path}: the GGUF holds no token_embd.weight", "pass the model's config.json")

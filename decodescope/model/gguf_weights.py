@@ -65,7 +65,8 @@ def _check_layers(meta: dict, arch: Arch, path: str) -> None:
     """The file's block count against the config's layers (plus its next-token layers)."""
     name = meta.get("general.architecture")
     blocks = meta.get(f"{name}.block_count")
-    extra = meta.get(f"{name}.nextn_predict_layers") or 0
+    extra = meta.get(f"{name}.nextn_predict_layers")
+    extra = extra if isinstance(extra, int) else 0
     if isinstance(blocks, int) and blocks not in (len(arch.layers), len(arch.layers) + extra):
         raise DecodescopeError(f"{path} has {blocks} blocks ({name}), {arch.name} {len(arch.layers)} layers",
                                "pass the GGUF of this model")
