@@ -377,3 +377,13 @@ def test_mlx_affine_quantization_counts_a_scale_and_a_bias_per_group():
     out = json.loads(r.stdout)
     assert out["params_total"] == 999_885_952
     assert out["weight_bytes_per_gpu"] == pytest.approx((999_885_952 - norms) * 6.5 / 8 + norms * 2)
+
+
+@pytest.mark.parametrize("quant", [{"quant_method": "gptq", "bits": -1}, {"quant_method": "awq", "bits": -1}])
+def test_a_negative_bit_width_is_one_clear_error(tmp_path, quant):
+    # hypothesis found "bits": -1 accepted (as group_size -1 is, one scale per channel): negative bytes
+    from decodescope.errors import DecodescopeError
+    with pytest.raises(DecodescopeError, match="bits=-1 is not an integer from 2 to 8"):
+        _bits(tmp_path, quant)
+    # group_size -1 stays valid: 4 bits and one scale per output channel
+    assert set(_bits(tmp_path, {"quant_method": "gptq", "bits": 4, "group_size": -1}).values()) == {4.0}

@@ -129,7 +129,8 @@ def _by_layer(patterns: tuple[str, ...], arch: Arch) -> tuple[str, ...]:
 
 def _int_field(q: dict, key: str, default, lo: int, hi: int, arch: Arch) -> int:
     v = q.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or v == -1):
+    # group_size -1: one scale per output channel; no other field takes -1 (bits -1 gave negative bytes)
+    if isinstance(v, bool) or not isinstance(v, int) or not (lo <= v <= hi or v == -1 and key == "group_size"):
         raise DecodescopeError(f"{arch.source}: quantization_config {key}={v!r} is not an integer from {lo} to {hi}",
                                "fix the config, or pass the format with --weights")
     return v
