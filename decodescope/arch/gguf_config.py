@@ -41,7 +41,7 @@ def gguf_config(path: str) -> tuple[dict, str]:
         if key not in data:
             raise DecodescopeError(f"{path}: the GGUF header has no positive {arch}.{FIELDS[key]}",
                                    "pass the model's config.json")
-    names = {name: n for name, _, n, _ in tensors}
+    names = {t.name: t.weights for t in tensors}
     if "token_embd.weight" not in names:
         raise DecodescopeError(f"{path}: the GGUF holds no token_embd.weight", "pass the model's config.json")
     data |= {"model_type": MODEL_TYPES[arch], "architectures": [f"gguf:{arch}"],
@@ -64,6 +64,5 @@ def _hybrid(data: dict, meta: dict, arch: str, path: str) -> None:
         raise DecodescopeError(f"{path}: the GGUF header has no {arch}.ssm.inner_size / ssm.time_step_rank",
                                "pass the model's config.json")
     data["linear_value_head_dim"] = inner // heads
-    data["num_hidden_layers"] -= data.get("mtp_num_hidden_layers", 0)
+    data["num_hidden_layers"] -= data.setdefault("mtp_num_hidden_layers", 0)
     data.setdefault("full_attention_interval", 4)  # llama.cpp's qwen35moe.cpp default
-    data["mtp_num_hidden_layers"] = data.get("mtp_num_hidden_layers", 0)

@@ -10,6 +10,7 @@ https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 import mmap
 import re
 import struct
+from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,14 +28,23 @@ GGML_TYPES = {
     29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66),
     39: ("MXFP4", 32, 17), 40: ("NVFP4", 64, 36), 41: ("Q1_0", 128, 18), 42: ("Q2_0", 64, 18),
 }
-# GGUF value types: 0-7 and 10-12 fixed-size scalars, 8 a string, 9 an array
-_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+# GGUF value types: 0-7 and 10-12 fixed-size scalars (struct formats), 8 a string, 9 an array
+_SCALAR_FMT = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALAR = {t: struct.calcsize("<" + f) for t, f in _SCALAR_FMT.items()}  # bytes
 MAX_COUNT = 1 << 24  # tensors, fields or array items: far above any real file, far below a hang
 
 
 class Array(NamedTuple):
     """An array field of the header, skipped: its length only."""
     length: int
+
+
+class TensorInfo(NamedTuple):
+    name: str
+    ggml_type: str  # GGML_TYPES name
+    dims: int
+    weights: int
+    bytes: int
 
 
 class _Header:
@@ -64,9 +74,8 @@ class _Header:
         return s.decode("utf-8", "replace")
 
     def value(self, vtype: int):
-        if vtype in _SCALAR:
-            fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}[vtype]
-            return self.take(fmt)
+        if vtype in _SCALAR_FMT:
+            return self.take(_SCALAR_FMT[vtype])
         if vtype == 8:
             return self.string()
         if vtype == 9:  # skipped, its length kept (a vocabulary is an array of 150k strings)
@@ -89,8 +98,8 @@ class _Header:
         raise DecodescopeError(f"{self.source}: GGUF value type {vtype} unknown", "the file is not a valid GGUF")
 
 
-def read_gguf(path: str) -> tuple[dict, list[tuple[str, str, int, int]]]:
-    """(scalar metadata, [(tensor name, ggml type, weights, bytes)]) of one GGUF file."""
+def read_gguf(path: str) -> tuple[dict, list[TensorInfo]]:
+    """(metadata: scalars, and Array for arrays; each tensor's TensorInfo) of one GGUF file."""
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return _parse(_Header(buf, path))
@@ -124,7 +133,7 @@ def _parse(h: _Header):
         n = 1
         for x in shape:
             n *= x
-        tensors.append((name, tname, n, n // block * size))
+        tensors.append(TensorInfo(name, tname, dims, n, n // block * size))
     return meta, tensors
 
 
@@ -141,13 +150,21 @@ def _files(path: str) -> list[str]:
     return parts
 
 
+def read_gguf_files(path: str) -> tuple[dict, tuple[TensorInfo, ...]]:
+    """read_gguf over every part of a split file (a GGUF as MODEL is asked for its layout,
+    then for its weights' types: read once while the file is unchanged)."""
+    try:
+        st = Path(path).stat()
+    except OSError as e:
+        raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "pass a .gguf file") from None
+    return _read_files(path, st.st_mtime_ns, st.st_size)
 
-def read_gguf_files(path: str) -> tuple[dict, list[tuple[str, str, int, int]]]:
-    """read_gguf over every part of a split file."""
+
+@lru_cache(maxsize=4)
+def _read_files(path: str, mtime_ns: int, size: int) -> tuple[dict, tuple[TensorInfo, ...]]:
     meta, tensors = {}, []
     for p in _files(path):
         m, t = read_gguf(p)
         meta.update(m)
         tensors += t
-    return meta, tensors
-
+    return meta, tuple(tensors)

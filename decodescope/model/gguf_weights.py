@@ -15,6 +15,8 @@ from decodescope.model.formats import TensorFormat, WeightFormat
 
 # the ggml type -> the engines.toml format_efficiency key of its kernels (others: the 16-bit rate)
 KERNELS = {"Q4_K": "q4_k_m", "Q5_K": "q5_k_m", "Q6_K": "q6_k", "Q8_0": "q8_0", "MXFP4": "mxfp4"}
+# 2-D tensors the model does not read as linear weights: MoE routers, Gated DeltaNet / Mamba convolutions
+NOT_LINEAR = ("ffn_gate_inp.", "ssm_conv1d.")
 
 
 def gguf_format(path: str, arch: Arch) -> WeightFormat:
@@ -24,13 +26,13 @@ def gguf_format(path: str, arch: Arch) -> WeightFormat:
     meta, tensors = read_gguf_files(path)
     _check_layers(meta, arch, path)
     groups = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # group -> ggml type -> [weights, bytes]
-    for name, tname, n, nbytes in tensors:
-        if tname in ("F32", "F64", "I8", "I16", "I32", "I64") or _block(name) >= len(arch.layers):
-            continue  # norms, biases, recurrent constants; next-token (MTP) layers
-        group = ("experts" if "_exps." in name else "head" if name == "output.weight"
-                 else "embedding" if name == "token_embd.weight" else "other")
-        groups[group][tname][0] += n
-        groups[group][tname][1] += nbytes
+    for t in tensors:
+        if t.dims < 2 or any(k in t.name for k in NOT_LINEAR) or _block(t.name) >= len(arch.layers):
+            continue  # norms, biases, routers, convolutions (kept 16-bit by the model); next-token layers
+        group = ("experts" if "_exps." in t.name else "head" if t.name == "output.weight"
+                 else "embedding" if t.name == "token_embd.weight" else "other")
+        groups[group][t.ggml_type][0] += t.weights
+        groups[group][t.ggml_type][1] += t.bytes
     if bool(groups["experts"]) != arch.is_moe:
         raise DecodescopeError(f"{path} {'has' if groups['experts'] else 'has no'} routed experts, the config "
                                f"{'has none' if groups['experts'] else 'has'}", "pass the GGUF of this model")
@@ -56,9 +58,8 @@ def _format(types: dict) -> TensorFormat:
 
 
 def _describe(types: dict) -> str:
-    n, nbytes = sum(v[0] for v in types.values()), sum(v[1] for v in types.values())
     mix = "+".join(sorted(types, key=lambda t: -types[t][1]))
-    return f"{mix} {8 * nbytes / n:.2f} bpw"
+    return f"{mix} {_format(types).bits:.2f} bpw"
 
 
 def _check_layers(meta: dict, arch: Arch, path: str) -> None:

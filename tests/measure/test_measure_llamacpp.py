@@ -74,3 +74,17 @@ def test_the_model_name_comes_from_the_server(llama_server, measure):
     # the model comes from /v1/models and the first contact finds the server
     m = measure(llama_server, "--suite", "code", "--requests", "1", "--max-tokens", "8", "--json")
     assert m.exit_code == 0 and m.json()["requests_ok"] == 1, m.stderr
+
+
+def test_the_served_gguf_read_as_model_counts_what_the_server_counts(llama_server):
+    # llama-server's own parameter count of the file it loaded (/v1/models meta.n_params),
+    # against `decodescope model FILE.gguf`, which reads the layout from the same header
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{llama_server}/v1/models", timeout=10) as r:
+        (served,) = json.load(r)["data"]
+    out = subprocess.run([sys.executable, "-m", "decodescope", "model", served["id"], "--gpu", "rtx-4090",
+                          "--engine", "llamacpp", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["params_total"] == served["meta"]["n_params"]
