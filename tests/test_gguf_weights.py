@@ -212,3 +212,11 @@ def test_a_header_with_a_zero_width_is_one_clear_error(tmp_path):
     tensor(w, "token_embd.weight", (32, 32), Q.Q8_0)
     r = model_json(str(close(w, tmp_path / "z.gguf")), "--gpu", "rtx-4090")
     assert r.returncode == 2 and "no positive llama.embedding_length" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_pipe_named_gguf_is_refused_not_waited_on(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "p.gguf")
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", "qwen3-8b", "--gpu", "rtx-4090",
+                        "--weights", str(tmp_path / "p.gguf")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "not a regular file" in r.stderr

@@ -9,6 +9,7 @@ https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 
 import mmap
 import re
+import stat
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -157,6 +158,8 @@ def read_gguf_files(path: str) -> tuple[dict, tuple[TensorInfo, ...]]:
         st = Path(path).stat()
     except OSError as e:
         raise DecodescopeError(f"cannot read {path}: {e.strerror or e}", "pass a .gguf file") from None
+    if not stat.S_ISREG(st.st_mode):  # a pipe would block the read forever
+        raise DecodescopeError(f"{path} is not a regular file", "pass a .gguf file")
     return _read_files(path, st.st_mtime_ns, st.st_size)
 
 
