@@ -11,9 +11,12 @@ from decodescope.errors import DecodescopeError
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # families whose q/k/v projections carry biases though their configs name no attention_bias
 # (SeedOssConfig's default attention_bias is true, its attention_out_bias false)
-QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss")
+QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss", "glm4v", "glm4v_text", "glm46v")
 # families whose attention_bias covers q, k and v but not o_proj
-QKV_ONLY = (*QKV_BIAS, "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
+QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
+# GLM-4-0414 and GLM-4.1V / 4.6V-Flash's language model: a norm on the attention's and on the
+# MLP's output (post_self_attn_layernorm, post_mlp_layernorm) besides the two pre-norms
+GLM4_SANDWICH = ("glm4", "glm4v", "glm4v_text", "glm46v")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
 QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "dots1")
 
@@ -24,7 +27,12 @@ def text_fields(raw: RawConfig) -> Fields:
     if not isinstance(raw.data, dict):
         raise DecodescopeError(f"{raw.source}: the config is a JSON {type(raw.data).__name__}, not an object",
                                "pass the model's config.json, a JSON object of its fields")
-    text = raw.data.get("text_config") or {}
+    # Qwen3-Omni nests it one level deeper: thinker_config.text_config (the talker, which
+    # speaks, has a text_config of its own)
+    thinker = raw.data.get("thinker_config") or {}
+    if not isinstance(thinker, dict):
+        raise DecodescopeError(f"{raw.source}: thinker_config is not a JSON object", "fix thinker_config")
+    text = raw.data.get("text_config") or thinker.get("text_config") or {}
     if not isinstance(text, dict):
         raise DecodescopeError(f"{raw.source}: text_config is not a JSON object", "fix text_config")
     data = {k: v for k, v in raw.data.items() if not k.endswith("vision_config")}
@@ -130,9 +138,11 @@ def build_decoder(f: Fields):
     chunk = f.get("attention_chunk_size") if mt.startswith("llama4") else None
     qk_norm = mt.startswith(QK_NORM) or bool(f.get("use_qk_norm"))
     h = f.need("hidden_size")
-    # Gemma 2/3 wrap the MLP in two more norms (pre_ and post_feedforward_layernorm)
-    extra = (Tensor("pre_feedforward_layernorm", (h,), "rep", linear=False),
-             Tensor("post_feedforward_layernorm", (h,), "rep", linear=False)) if mt.startswith(("gemma2", "gemma3")) else ()
+    # Gemma 2/3 wrap the MLP in two more norms (pre_ and post_feedforward_layernorm), GLM-4-0414
+    # adds one after attention and one after the MLP
+    names = (("pre_feedforward_layernorm", "post_feedforward_layernorm") if mt.startswith(("gemma2", "gemma3"))
+             else ("post_self_attn_layernorm", "post_mlp_layernorm") if mt in GLM4_SANDWICH else ())
+    extra = tuple(Tensor(name, (h,), "rep", linear=False) for name in names)
     layers = []
     for i, t in enumerate(types):
         w = window if t == "sliding_attention" else None

@@ -1,9 +1,9 @@
-"""More family builders (Laguna, ...): each is `(Fields) -> (layers, mtp, notes)` and is
+"""More family builders (Laguna, Hunyuan-A13B, ...): each is `(Fields) -> (layers, mtp, notes)` and is
 listed in decodescope.arch.registry.FAMILIES."""
 
 from dataclasses import replace
 
-from decodescope.arch.blocks import DenseMLP, Layer, Tensor
+from decodescope.arch.blocks import DenseMLP, Layer, MoE, Tensor
 from decodescope.arch.build import attention, moe
 from decodescope.arch.hybrids import build_lfm2
 from decodescope.arch.families import rename
@@ -155,3 +155,38 @@ def build_minimax(f: Fields):
     routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0))
     return [Layer("attention", attn, routed) if t == "full_attention" else Layer("linear_attention", linear, routed)
             for t in types], [], ()
+
+
+def _int_or_per_layer(f: Fields, key: str, n: int, default: int) -> list[int]:
+    """A field given as one int for every layer or as a list of one int per layer."""
+    v = f.data.get(key)
+    v = default if v is None else v
+    if isinstance(v, list) and len(v) != n:
+        raise DecodescopeError(f"{f.source}: {key} has {len(v)} entries, num_hidden_layers is {n}",
+                               f"fix {key}: one entry per layer, or one int for all")
+    return [check_int(f.source, key, x) for x in (v if isinstance(v, list) else [v] * n)]
+
+
+def build_hunyuan(f: Fields):
+    """Hunyuan-A13B (hunyuan as released, hunyuan_v1_moe in transformers): GQA with per-head
+    q/k norms (use_qk_norm); every layer routes to num_experts experts (moe_topk of them,
+    sized moe_intermediate_size, else intermediate_size) and, with use_mixed_mlp_moe, adds
+    num_shared_expert shared MLPs of intermediate_size, ungated. moe_topk,
+    moe_intermediate_size and num_shared_expert are one int or one per layer."""
+    if f.get("use_cla", default=False) or f.get("use_mla", default=False):
+        raise DecodescopeError(f"{f.source}: Hunyuan with cross-layer attention (use_cla) or MLA (use_mla), as in "
+                               "Hunyuan-Large, is not modelled: its layers share K/V across layers",
+                               "decodescope reads Hunyuan-A13B-style configs (use_cla and use_mla false)")
+    n, h, inter = f.need("num_hidden_layers"), f.need("hidden_size"), f.need("intermediate_size")
+    experts = f.need("num_experts", "Hunyuan's routed experts")
+    top_k = _int_or_per_layer(f, "moe_topk", n, 1)
+    sizes = _int_or_per_layer(f, "moe_intermediate_size", n, inter)
+    shared = _int_or_per_layer(f, "num_shared_expert", n, 1) if f.get("use_mixed_mlp_moe", default=True) else [0] * n
+    attn = attention(f, qk_norm=bool(f.get("use_qk_norm", default=True)),
+                     head_dim=f.get("head_dim", "attention_head_dim", default=h // f.need("num_attention_heads")))
+    layers = []
+    for k, size, s in zip(top_k, sizes, shared, strict=True):
+        if not 0 < k <= experts:
+            raise DecodescopeError(f"{f.source}: moe_topk {k} of {experts} experts", "fix moe_topk")
+        layers.append(Layer("attention", attn, MoE(h, experts, k, size, shared_expert_intermediate_size=s * inter)))
+    return layers, [], ()

@@ -37,7 +37,7 @@ INT_RANGES = {
     **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"), (0, 1 << 16)),
     **dict.fromkeys(("n_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
                      "moe_layer_start_index", "attn_layer_offset", "expert_layer_offset", "num_hash_layers",
-                     "sparse_local_block", "sparse_init_block", "num_dense_layers"),
+                     "sparse_local_block", "sparse_init_block", "num_dense_layers", "num_shared_expert"),
                     _OPTIONAL),
     **dict.fromkeys(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "moe_latent_size",
                      "routed_expert_hidden_size"),

@@ -11,7 +11,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
-                                        build_minimax, translate2)
+                                        build_hunyuan, build_minimax, translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -22,9 +22,13 @@ FAMILIES = {
                      "ernie4_5", "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
+                     # Qwen3-Omni: the thinker's language model (thinker_config.text_config) is Qwen3-MoE
+                     "qwen3_omni_moe", "qwen3_omni_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
                      "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
-                     "glm", "bailing_moe", "olmo3"),
+                     "glm", "bailing_moe", "olmo3",
+                     # GLM-4-0414 / GLM-Z1; GLM-4.1V and GLM-4.6V-Flash (their language model)
+                     "glm4", "glm4v", "glm4v_text", "glm46v"),
                     build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
                      "glm4_moe_lite", "youtu"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
@@ -48,6 +52,8 @@ FAMILIES = {
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
     "laguna": build_laguna,
+    # Hunyuan-A13B: its release config says hunyuan, the hub's later one hunyuan_v1_moe
+    **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), build_hunyuan),
     "lfm2_moe": build_lfm2_moe,
     "apertus": build_apertus,
     "afmoe": build_afmoe,
@@ -109,10 +115,12 @@ def build_arch(raw: RawConfig) -> Arch:
         # DeepSeek-V4 names its routed experts' FP4 beside quantization_config, not in it
         # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
         quant = {**quant, "expert_dtype": "fp4"}
-    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config")
-              if isinstance(raw.data, dict) and raw.data.get(k)]
+    holder = raw.data.get("thinker_config") or raw.data
+    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config") if holder.get(k)]
     tower_note = (f"the {' and '.join(towers)} encoder{'s' if len(towers) > 1 else ''} of this multimodal "
                   "config: not counted, as decode runs the language model only",) if towers else ()
+    if raw.data.get("talker_config"):
+        tower_note += ("the talker (speech output) of this config: not counted, as text decode runs the thinker only",)
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant,

@@ -1,0 +1,89 @@
+"""GLM-4-0414 (glm4), Hunyuan-A13B (hunyuan / hunyuan_v1_moe) and Qwen3-Omni's thinker
+(qwen3_omni_moe): each real config's count against transformers' own implementation
+(5.24, built on the meta device, the sum of every parameter's numel) and against a figure
+published for the checkpoint, and their layouts by hand from transformers' modeling code."""
+
+import json
+
+import pytest
+
+from decodescope.arch import load_arch
+from decodescope.errors import DecodescopeError
+from tests.test_families5 import CONFIGS
+
+GLM4_32B = "Edens-Gate__GLM-v2-lora"  # a GLM-4-32B-0414 fine-tune: the base model's dimensions
+HUNYUAN = "tencent__Hunyuan-A13B-Instruct"
+OMNI = "Qwen__Qwen3-Omni-30B-A3B-Instruct.trimmed"
+
+
+def test_glm4_32b_counts_four_norms_per_layer_and_matches_transformers():
+    a = load_arch(str(CONFIGS / f"{GLM4_32B}.json"))
+    names = {t.name for t in a.layers[0].tensors()}
+    assert {"post_self_attn_layernorm", "post_mlp_layernorm", "input_layernorm", "post_attention_layernorm"} <= names
+    assert not any(n.endswith(".bias") or n.endswith("_bias") for n in names)  # attention_bias false (the 32B)
+    # by hand, per layer: q 6144x6144, k and v 6144x(2x128) each, o 6144x6144, MLP 3x6144x23040,
+    # four norms of 6144; then two untied 151,552 x 6144 tables and the final norm
+    layer = 2 * 6144 * 6144 + 2 * 6144 * 256 + 3 * 6144 * 23040 + 4 * 6144
+    assert a.params_total == 61 * layer + 2 * 151552 * 6144 + 6144 == 32_566_081_536
+    # transformers' Glm4ForCausalLM on this config: 32,566,081,536. The full fine-tune of the
+    # same base (https://huggingface.co/Edens-Gate/GLM/tree/main) holds 65.2 GB of bf16 files
+    assert abs(2 * a.params_total / 65.2e9 - 1) < 0.01
+
+
+def test_glm4v_language_model_biases_q_k_v_not_o(tmp_path):
+    # GLM-4.1V's text decoder (transformers Glm4vTextAttention) hard-codes q/k/v biases and
+    # keeps GLM-4's four norms; the sizes here are GLM-4.1V-9B's text_config
+    cfg = {"model_type": "glm4v", "vision_config": {"depth": 24},
+           "text_config": {"model_type": "glm4v_text", "hidden_size": 4096, "intermediate_size": 13696,
+                           "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
+                           "vocab_size": 151552, "partial_rotary_factor": 0.5}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    layer = {t.name: t.shape for t in load_arch(str(path)).layers[0].tensors()}
+    assert layer["q_proj.bias"] == (4096,) and layer["k_proj.bias"] == (256,) and layer["v_proj.bias"] == (256,)
+    assert "o_proj.bias" not in layer and "post_mlp_layernorm" in layer
+
+
+def test_hunyuan_a13b_matches_transformers_and_the_card():
+    a = load_arch(str(CONFIGS / f"{HUNYUAN}.json"))
+    # transformers' HunYuanMoEV1ForCausalLM (model_type hunyuan_v1_moe, head_dim 128): 80,393,183,232;
+    # the card: "a total of 80 billion parameters with 13 billion active parameters"
+    # (https://huggingface.co/tencent/Hunyuan-A13B-Instruct)
+    assert a.params_total == 80_393_183_232
+    mlp, attn = a.layers[0].mlp, a.layers[0].mixer
+    assert (mlp.num_experts, mlp.num_experts_per_tok, mlp.moe_intermediate_size) == (64, 8, 3072)
+    assert mlp.shared_expert_intermediate_size == 3072 and not mlp.shared_expert_gate
+    assert attn.qk_norm and attn.head_dim == 128 and a.tie_word_embeddings
+    # active by hand, per layer: attention 2x4096x4096 + 2x4096x1024, q/k norms 2x128, two
+    # norms 2x4096, router 64x4096, 8 routed + 1 shared expert of 3x4096x3072; the tied table once
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 2 * 128 + 2 * 4096 + 64 * 4096 + 9 * 3 * 4096 * 3072
+    assert a.params_active == 32 * layer + 128167 * 4096 + 4096 == 12_747_448_320
+
+
+def test_hunyuan_per_layer_lists_and_int_fields_read_alike(tmp_path):
+    cfg = json.loads((CONFIGS / f"{HUNYUAN}.json").read_text())
+    flat = {**cfg, "model_type": "hunyuan_v1_moe", "head_dim": 128, "moe_topk": 8, "num_shared_expert": 1}
+    del flat["moe_intermediate_size"]  # transformers sizes the experts with intermediate_size
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(flat))
+    assert load_arch(str(path)).params_total == 80_393_183_232
+
+
+@pytest.mark.parametrize("edit,field", [({"use_cla": True}, "use_cla"), ({"moe_topk": [8] * 31}, "moe_topk"),
+                                        ({"moe_topk": 65}, "moe_topk"), ({"num_shared_expert": -1}, "num_shared_expert")])
+def test_hunyuan_large_and_broken_fields_end_in_one_clear_error(tmp_path, edit, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / f"{HUNYUAN}.json").read_text()), **edit}))
+    with pytest.raises(DecodescopeError, match=field):
+        load_arch(str(path))
+
+
+def test_qwen3_omni_reads_the_thinkers_language_model():
+    a = load_arch(str(CONFIGS / f"{OMNI}.json"))
+    assert a.model_type == "qwen3_omni_moe_text" and a.hidden_size == 2048 and len(a.layers) == 48
+    mlp = a.layers[0].mlp
+    assert (mlp.num_experts, mlp.num_experts_per_tok, mlp.shared_expert_intermediate_size) == (128, 8, 0)
+    # transformers' Qwen3OmniMoeThinkerTextModel: 30,221,219,840, plus the 152,064 x 2048 head;
+    # the official checkpoint's tensors tally to the same (thinker.model 30.221 B, lm_head 0.311 B)
+    assert a.params_total == 30_221_219_840 + 152064 * 2048
+    assert any("talker" in n for n in a.notes) and any("vision and audio" in n for n in a.notes)
