@@ -87,3 +87,32 @@ def test_qwen3_omni_reads_the_thinkers_language_model():
     # the official checkpoint's tensors tally to the same (thinker.model 30.221 B, lm_head 0.311 B)
     assert a.params_total == 30_221_219_840 + 152064 * 2048
     assert any("talker" in n for n in a.notes) and any("vision and audio" in n for n in a.notes)
+
+
+def test_longcat_flash_counts_two_attention_sublayers_and_the_real_experts():
+    a = load_arch(str(CONFIGS / "mlx-community__LongCat-Flash-Chat-bf16.json"))
+    # 28 blocks of (MLA + dense MLP) x 2 and one shortcut MoE: 56 latent caches
+    assert [x.kind for x in a.layers[:3]] == ["mla", "mla", "moe"] and len(a.layers) == 84
+    # by hand per block: two MLA (q_a 1536x6144, q_a norm 1536, q_b 64x192x1536, kv_a 576x6144,
+    # kv_a norm 512, kv_b 64x256x512, o 6144x64x128, a 6144 input norm), two dense MLPs of
+    # 3x6144x12288 with their 6144 norm, 512 experts of 3x6144x2048, a router of 768 rows
+    # (512 real + 256 identity experts) with a correction bias each, and the MoE's norm
+    mla = 1536 * 6144 + 1536 + 64 * 192 * 1536 + 576 * 6144 + 512 + 64 * 256 * 512 + 6144 * 64 * 128 + 6144
+    block = 2 * mla + 2 * (3 * 6144 * 12288 + 6144) + 512 * 3 * 6144 * 2048 + 768 * 6144 + 768 + 6144
+    assert a.params_total == 28 * block + 2 * 131072 * 6144 + 6144
+    # the technical report (https://arxiv.org/abs/2509.01322): "a 560-billion-parameter" model
+    assert abs(a.params_total / 560e9 - 1) < 0.01
+    # 12 picks of 768 experts, 256 of them identity: 8 real experts per token under a uniform
+    # router, which lands on the report's "27B on average" (18.6B to 31.3B) within 4 %
+    assert a.layers[2].mlp.num_experts_per_tok == 8 and abs(a.params_active / 27e9 - 1) < 0.04
+    assert any("zero-computation" in n for n in a.notes)
+
+
+@pytest.mark.parametrize("edit,field", [({"moe_topk": 769}, "moe_topk"), ({"num_layers": None}, "num_layers"),
+                                        ({"zero_expert_num": -1}, "zero_expert_num")])
+def test_broken_longcat_fields_end_in_one_clear_error(tmp_path, edit, field):
+    path = tmp_path / "config.json"
+    cfg = {**json.loads((CONFIGS / "mlx-community__LongCat-Flash-Chat-bf16.json").read_text()), **edit}
+    path.write_text(json.dumps({k: v for k, v in cfg.items() if v is not None}))
+    with pytest.raises(DecodescopeError, match=field):
+        load_arch(str(path))

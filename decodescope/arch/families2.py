@@ -1,9 +1,9 @@
-"""More family builders (Laguna, Hunyuan-A13B, ...): each is `(Fields) -> (layers, mtp, notes)` and is
+"""More family builders (Laguna, Hunyuan-A13B, LongCat-Flash, ...): each is `(Fields) -> (layers, mtp, notes)` and is
 listed in decodescope.arch.registry.FAMILIES."""
 
 from dataclasses import replace
 
-from decodescope.arch.blocks import DenseMLP, Layer, MoE, Tensor
+from decodescope.arch.blocks import MLA, DenseMLP, Layer, MoE, Tensor
 from decodescope.arch.build import attention, moe
 from decodescope.arch.hybrids import build_lfm2
 from decodescope.arch.families import rename
@@ -190,3 +190,28 @@ def build_hunyuan(f: Fields):
             raise DecodescopeError(f"{f.source}: moe_topk {k} of {experts} experts", "fix moe_topk")
         layers.append(Layer("attention", attn, MoE(h, experts, k, size, shared_expert_intermediate_size=s * inter)))
     return layers, [], ()
+
+
+def build_longcat_flash(f: Fields):
+    """LongCat-Flash (longcat_flash): each of num_layers blocks runs two MLA attention
+    sublayers, each followed by a dense MLP (ffn_hidden_size), and one shortcut MoE beside
+    them. Its router picks moe_topk of n_routed_experts real experts plus zero_expert_num
+    identity ("zero-computation") experts that cost nothing; decode is modelled with the
+    real experts a uniform router picks, moe_topk x real / (real + zero) per token."""
+    n, h = f.need("num_layers", "LongCat-Flash's blocks"), f.need("hidden_size")
+    real, zero = f.need("n_routed_experts", "routed experts"), f.get("zero_expert_num", default=0)
+    top_k = f.need("moe_topk", "MoE routing")
+    if top_k > real + zero:
+        raise DecodescopeError(f"{f.source}: moe_topk {top_k} of {real + zero} experts", "fix moe_topk")
+    picked = max(1, round(top_k * real / (real + zero)))
+    mla = MLA(h, f.need("num_attention_heads"), f.get("q_lora_rank"), f.need("kv_lora_rank", "MLA"),
+              f.need("qk_nope_head_dim", "MLA"), f.need("qk_rope_head_dim", "MLA"), f.need("v_head_dim", "MLA"))
+    dense = DenseMLP(h, f.need("ffn_hidden_size", "the dense MLPs"))
+    routed = MoE(h, real, picked, f.need("expert_ffn_hidden_size", "the routed experts"), router_bias=True)
+    # the router's rows (and correction biases) for the identity experts
+    zero_router = (Tensor("router.zero_experts", (zero, h), "rep", linear=False),
+                   Tensor("router.zero_experts.bias", (zero,), "rep", linear=False)) if zero else ()
+    block = [Layer("mla", mla, dense), Layer("mla", mla, dense), Layer("moe", None, routed, zero_router)]
+    note = (f"zero-computation experts: of {top_k} experts picked per token, {picked} are real ones "
+            f"({top_k} x {real} / {real + zero}, a uniform router); the report's average is ~27B activated",)
+    return block * n, [], note if zero else ()

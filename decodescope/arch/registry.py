@@ -11,7 +11,8 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
-                                        build_hunyuan, build_minimax, translate2)
+                                        build_hunyuan, build_longcat_flash, build_minimax,
+                                        translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
 
@@ -26,7 +27,7 @@ FAMILIES = {
                      "qwen3_omni_moe", "qwen3_omni_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
                      "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
-                     "glm", "bailing_moe", "olmo3",
+                     "glm", "bailing_moe", "bailing_moe_v2", "olmo3",
                      # GLM-4-0414 / GLM-Z1; GLM-4.1V and GLM-4.6V-Flash (their language model)
                      "glm4", "glm4v", "glm4v_text", "glm46v"),
                     build_decoder),
@@ -52,6 +53,7 @@ FAMILIES = {
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
     "laguna": build_laguna,
+    "longcat_flash": build_longcat_flash,
     # Hunyuan-A13B: its release config says hunyuan, the hub's later one hunyuan_v1_moe
     **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), build_hunyuan),
     "lfm2_moe": build_lfm2_moe,
