@@ -4,12 +4,14 @@
 published for the checkpoint, and their layouts by hand from transformers' modeling code."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from decodescope.arch import load_arch
 from decodescope.errors import DecodescopeError
-from tests.test_families5 import CONFIGS
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
 
 GLM4_32B = "Edens-Gate__GLM-v2-lora"  # a GLM-4-32B-0414 fine-tune: the base model's dimensions
 HUNYUAN = "tencent__Hunyuan-A13B-Instruct"
@@ -116,3 +118,10 @@ def test_broken_longcat_fields_end_in_one_clear_error(tmp_path, edit, field):
     path.write_text(json.dumps({k: v for k, v in cfg.items() if v is not None}))
     with pytest.raises(DecodescopeError, match=field):
         load_arch(str(path))
+
+
+def test_ling_2_configs_that_say_bailing_moe_v2_read_as_bailing_moe(tmp_path):
+    cfg = json.loads((CONFIGS / "inclusionAI__Ling-Coder-lite.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "model_type": "bailing_moe_v2"}))
+    assert load_arch(str(path)).params_total == load_arch(str(CONFIGS / "inclusionAI__Ling-Coder-lite.json")).params_total
