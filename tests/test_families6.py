@@ -125,3 +125,55 @@ def test_ling_2_configs_that_say_bailing_moe_v2_read_as_bailing_moe(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**cfg, "model_type": "bailing_moe_v2"}))
     assert load_arch(str(path)).params_total == load_arch(str(CONFIGS / "inclusionAI__Ling-Coder-lite.json")).params_total
+
+
+GEMMA3N = "transformers__Gemma3nTextConfig-defaults"
+
+
+def test_gemma3n_counts_per_layer_inputs_altup_laurel_and_matches_transformers():
+    a = load_arch(str(CONFIGS / f"{GEMMA3N}.json"))
+    # transformers 5.24's Gemma3nForCausalLM on this config, built on the meta device: 6,835,235,568
+    assert a.params_total == 6_835_235_568
+    # the per-layer embedding table, 262,144 x (35 layers x 256), is gathered, never streamed:
+    # decode reads the layers and the tied head, not the token and per-layer tables
+    table = 262144 * 35 * 256
+    assert [t.params for t in a.input_tables] == [table]
+    # (the tied head, read each token, is the 262,400 x 2048 token table's size: the two cancel)
+    assert a.params_read_per_token == 6_835_235_568 - table
+    # the last 15 layers take K/V from an earlier layer: no k/v projections (nor k_norm)
+    shared = [x for x in a.layers if x.mixer.kv_shared]
+    assert len(shared) == 15 and a.layers.index(shared[0]) == 20
+    assert "k_proj" not in {t.name for t in shared[0].tensors()}
+
+
+def test_gemma3n_kv_cache_only_in_the_layers_that_write_it():
+    from decodescope.arch.config import load_config
+    from decodescope.arch.registry import build_arch
+    from decodescope.model import make_deployment
+    from decodescope.model.memory import memory_need
+    arch = build_arch(load_config(str(CONFIGS / f"{GEMMA3N}.json")))
+    d = make_deployment(arch, "h100-sxm", context=8192)
+    kv, _ = memory_need(arch, d)[1][0]
+    # layers 0-19 write K/V: 4 full layers hold all 8,193 tokens, 16 sliding ones their 512;
+    # 2 KV heads x 256 x (K, V) x 2 B a token
+    assert kv == (4 * 8193 + 16 * 512) * 2 * 256 * 2 * 2
+
+
+def test_gemma3n_multimodal_wrapper_reads_its_text_config(tmp_path):
+    text = json.loads((CONFIGS / f"{GEMMA3N}.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3n", "text_config": text, "vision_config": {"model_type": "gemma3n_vision"},
+                                "audio_config": {"model_type": "gemma3n_audio"}}))
+    a = load_arch(str(path))
+    assert a.params_total == 6_835_235_568 and any("vision and audio" in n for n in a.notes)
+
+
+@pytest.mark.parametrize("edit,field", [({"num_kv_shared_layers": 35}, "num_kv_shared_layers"),
+                                        ({"intermediate_size": [16384] * 34}, "intermediate_size"),
+                                        ({"hidden_size_per_layer_input": 0}, "per-layer inputs"),
+                                        ({"laurel_rank": -1}, "laurel_rank")])
+def test_broken_gemma3n_fields_end_in_one_clear_error(tmp_path, edit, field):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / f"{GEMMA3N}.json").read_text()), **edit}))
+    with pytest.raises(DecodescopeError, match=field):
+        load_arch(str(path))

@@ -37,6 +37,9 @@ class Arch:
     layers: tuple[Layer, ...]
     mtp: tuple[MTPModule, ...] = ()
     quantization: dict | None = None  # quantization_config, as in the config
+    # tables decode gathers one row per token from, beside the token embedding (Gemma 3n's
+    # per-layer embeddings): counted and held where the embedding is, never streamed
+    input_tables: tuple[Tensor, ...] = ()
     notes: tuple[str, ...] = ()  # family facts the config does not state, that were assumed
 
     def __post_init__(self):
@@ -75,12 +78,16 @@ class Arch:
     @property
     def params_total(self) -> int:
         head = 0 if self.tie_word_embeddings else self.lm_head.params
-        return self.params_layers_total + self.embedding.params + head + self.final_norm.params
+        return self.params_layers_total + self.embedding.params + head + self.final_norm.params + self._tables
 
     @property
     def params_active(self) -> int:
         head = 0 if self.tie_word_embeddings else self.lm_head.params
-        return self.params_layers_active + self.embedding.params + head + self.final_norm.params
+        return self.params_layers_active + self.embedding.params + head + self.final_norm.params + self._tables
+
+    @property
+    def _tables(self) -> int:
+        return sum(t.params for t in self.input_tables)
 
     @property
     def params_read_per_token(self) -> int:

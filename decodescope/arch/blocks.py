@@ -84,6 +84,9 @@ class Attention:
     qk_norm_full: bool = False  # q/k norms over all heads (OLMoE, MiniMax-M2, Cohere), not one head_dim
     v_proj: bool = True  # False: K doubles as V (Gemma 4 global layers, attention_k_eq_v)
     v_head_dim: int = 0  # a V head narrower than the Q/K head (MiMo-V2-Flash: 128 of 192); 0: head_dim
+    # K and V come from an earlier layer's cache (Gemma 3n's last num_kv_shared_layers): the layer
+    # runs no k/v projections and holds no cache of its own; it still reads that cache
+    kv_shared: bool = False
     kernels = 8  # norm, qkv GEMM, q/k-norm+rope, cache write, attention, o GEMM, residual, (gate)
 
     @property
@@ -97,15 +100,16 @@ class Attention:
         b, kv = self.attention_bias, self.num_key_value_heads
         ts = [_norm("input_layernorm", h)]
         ts += _linear("q_proj", q_out, h, "col", b)
-        ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
-        if self.v_proj:
+        if not self.kv_shared:
+            ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
+        if self.v_proj and not self.kv_shared:
             ts += _linear("v_proj", kv * self.v_dim, h, "kv", b, kv_heads=kv)
         ts += _linear("o_proj", h, self.num_attention_heads * self.v_dim, "row", self.o_bias)
         if self.qk_norm and self.qk_norm_full:
             ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),
                    Tensor("k_norm", (kv_out,), "kv", linear=False, kv_heads=kv)]
         elif self.qk_norm:
-            ts += [_norm("q_norm", d), _norm("k_norm", d)]
+            ts += [_norm("q_norm", d)] + ([] if self.kv_shared else [_norm("k_norm", d)])
         if self.sinks:
             ts.append(Tensor("sinks", (self.num_attention_heads,), "col", linear=False))
         return ts

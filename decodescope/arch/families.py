@@ -48,7 +48,7 @@ def translate(f: Fields) -> Fields:
                            "first_k_dense_replace": "moe_layer_start_index", "moe_layer_freq": "moe_layer_interval",
                            "attention_bias": "use_bias"},
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
-    if mt.startswith("gemma3"):
+    if mt.startswith("gemma3") and not mt.startswith("gemma3n"):  # Gemma 3n: its own fields
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
     if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
         return _exaone4_layer_types(f)

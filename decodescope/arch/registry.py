@@ -11,7 +11,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
-                                        build_hunyuan, build_longcat_flash, build_minimax,
+                                        build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
 from decodescope.arch.hybrids import build_falcon_h1, build_kimi_linear, build_lfm2, build_nemotron_h, build_step3p5
 from decodescope.errors import DecodescopeError
@@ -54,6 +54,7 @@ FAMILIES = {
     "mimo_v2_flash": build_mimo_v2,
     "laguna": build_laguna,
     "longcat_flash": build_longcat_flash,
+    **dict.fromkeys(("gemma3n", "gemma3n_text"), build_gemma3n),
     # Hunyuan-A13B: its release config says hunyuan, the hub's later one hunyuan_v1_moe
     **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), build_hunyuan),
     "lfm2_moe": build_lfm2_moe,
@@ -106,7 +107,7 @@ def build_arch(raw: RawConfig) -> Arch:
             f"supported model_types: {', '.join(sorted(FAMILIES))}. A decoder that looks like one of these "
             "can be tried by setting its model_type; adding a family is one builder in decodescope/arch/")
     f = translate2(translate(f))
-    layers, mtp, notes = FAMILIES[mt](f)
+    layers, mtp, notes, *tables = FAMILIES[mt](f)  # a builder may add its input tables (Gemma 3n)
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
     quant = _older_modelopt(f.get("quantization_config"))
@@ -125,5 +126,5 @@ def build_arch(raw: RawConfig) -> Arch:
         tower_note += ("the talker (speech output) of this config: not counted, as text decode runs the thinker only",)
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
-                layers=tuple(layers), mtp=tuple(mtp), quantization=quant,
+                layers=tuple(layers), mtp=tuple(mtp), quantization=quant, input_tables=tuple(tables[0]) if tables else (),
                 notes=tuple(notes) + dtype_note + tower_note)

@@ -58,7 +58,7 @@ def weights_held_per_stage(arch: Arch, d: Deployment) -> list[float]:
     e, head = d.engine, lm_head(arch, d)
     stages = [_layers_held(s, d) for s in stage_layers(arch, d)]
     if e.embedding_on_gpu:
-        stages[0] += _bytes_held([replace(arch.embedding, shard=head.shard)], d)
+        stages[0] += _bytes_held([replace(t, shard=head.shard) for t in (arch.embedding, *arch.input_tables)], d)
     tail = [arch.final_norm] + ([] if arch.tie_word_embeddings and e.embedding_on_gpu else [head])
     stages[-1] += _bytes_held(tail, d)
     if d.spec.method == "mtp":
@@ -76,7 +76,7 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
     for layer, n in unique_layers(layers):
         # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both cache
         for m in getattr(layer.mixer, "parts", (layer.mixer,)):
-            if isinstance(m, Attention):
+            if isinstance(m, Attention) and not m.kv_shared:
                 ctx = min(tokens, m.sliding_window) if m.sliding_window else tokens
                 kv += n * ctx * m.kv_bytes_per_token(max(1, m.num_key_value_heads // d.tp), d.kv_bytes)
             elif isinstance(m, MLA):
