@@ -171,9 +171,24 @@ def test_gemma3n_multimodal_wrapper_reads_its_text_config(tmp_path):
 @pytest.mark.parametrize("edit,field", [({"num_kv_shared_layers": 35}, "num_kv_shared_layers"),
                                         ({"intermediate_size": [16384] * 34}, "intermediate_size"),
                                         ({"hidden_size_per_layer_input": 0}, "per-layer inputs"),
+                                        ({"vocab_size_per_layer_input": 0}, "vocab_size_per_layer_input"),
                                         ({"laurel_rank": -1}, "laurel_rank")])
 def test_broken_gemma3n_fields_end_in_one_clear_error(tmp_path, edit, field):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**json.loads((CONFIGS / f"{GEMMA3N}.json").read_text()), **edit}))
     with pytest.raises(DecodescopeError, match=field):
         load_arch(str(path))
+
+
+@pytest.mark.parametrize("edit,exact", [({}, 5_077_177_856),
+                                        ({"num_kv_shared_layers": 10, "use_double_wide_mlp": True}, 5_657_561_600)])
+def test_gemma4_per_layer_inputs_and_shared_kv_match_transformers(tmp_path, edit, exact):
+    # transformers 5.24's Gemma4ForCausalLM on its class defaults (global_head_dim 512 where a
+    # config leaves it out), and with the last 10 layers reusing K/V and running double-wide MLPs
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / "transformers__Gemma4TextConfig-defaults.json").read_text()),
+                                **edit}))
+    a = load_arch(str(path))
+    assert a.params_total == exact
+    assert [t.params for t in a.input_tables] == [262144 * 30 * 256]
+    assert sum(x.mixer.kv_shared for x in a.layers) == edit.get("num_kv_shared_layers", 0)

@@ -207,7 +207,9 @@ def build_nemotron_nas(f: Fields):
 def build_gemma4(f: Fields):
     """Gemma 4 (gemma4 / gemma4_text): sliding layers with head_dim and num_key_value_heads,
     global layers with global_head_dim and num_global_key_value_heads whose K doubles as V
-    (attention_k_eq_v); with enable_moe_block, a routed-expert block beside the dense MLP."""
+    (attention_k_eq_v); with enable_moe_block, a routed-expert block beside the dense MLP;
+    per-layer inputs (hidden_size_per_layer_input) and the last num_kv_shared_layers layers
+    reading earlier layers' K/V, as in Gemma 3n."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
     types = f.list_("layer_types", str)
     if not types or len(types) != n:
@@ -215,25 +217,47 @@ def build_gemma4(f: Fields):
     norms = tuple(Tensor(name, (h,), "rep", linear=False)
                   for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"))
     moe_block = bool(f.get("enable_moe_block", default=False))
+    per_layer, model_wide, tables = per_layer_inputs(f, n, h)
+    shared_from = n - f.get("num_kv_shared_layers", default=0)
     layers = []
-    for t in types:
+    for i, t in enumerate(types):
         if t == "full_attention":
-            attn = attention(f, qk_norm=True, head_dim=f.get("global_head_dim", "head_dim", default=256),
+            # transformers 5.24's Gemma4TextConfig: global_head_dim 512 where a config leaves it out
+            attn = attention(f, qk_norm=True, head_dim=f.get("global_head_dim", default=512),
                              num_key_value_heads=f.get("num_global_key_value_heads", "num_key_value_heads",
                                                        default=f.need("num_attention_heads")),
-                             v_proj=not f.get("attention_k_eq_v", default=False))
+                             v_proj=not f.get("attention_k_eq_v", default=False), kv_shared=i >= shared_from)
         else:
-            attn = attention(f, f.get("sliding_window"), qk_norm=True)
-        dense = DenseMLP(h, f.need("intermediate_size"))
+            attn = attention(f, f.get("sliding_window"), qk_norm=True, kv_shared=i >= shared_from)
+        # use_double_wide_mlp: the layers that reuse K/V run an MLP twice as wide
+        wide = 2 if f.get("use_double_wide_mlp", default=False) and i >= shared_from else 1
+        dense = DenseMLP(h, wide * f.need("intermediate_size"))
         if moe_block:  # the dense MLP's tensors ride along as extras of the MoE layer
             mlp: DenseMLP | MoE = moe(f, moe_intermediate_size=f.need("moe_intermediate_size"))
             extra = norms + tuple(dense.tensors())
         else:
             mlp, extra = dense, norms
+        extra += per_layer + (model_wide if i == 0 else ())
         layers.append(Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, extra))
-    notes = ("per-layer input embeddings (hidden_size_per_layer_input) not counted",
-             ) if f.get("hidden_size_per_layer_input") else ()
-    return layers, [], notes
+    return layers, [], (), tables
+
+
+def per_layer_inputs(f: Fields, n: int, h: int):
+    """Gemma 3n / 4 per-layer inputs, where hidden_size_per_layer_input is set: (each layer's
+    gate, projection and norm; the model's projection to them and its norm, read once per
+    token; the embedding table gathered a row per token, as Arch.input_tables)."""
+    p = f.get("hidden_size_per_layer_input", default=0)
+    if not p:
+        return (), (), ()
+    vocab = f.need("vocab_size_per_layer_input", "per-layer inputs")
+    if not vocab:
+        raise DecodescopeError(f"{f.source}: hidden_size_per_layer_input {p} but vocab_size_per_layer_input 0",
+                               "both are positive in configs with per-layer inputs")
+    per_layer = (Tensor("per_layer_input_gate", (p, h), "rep"), Tensor("per_layer_projection", (h, p), "rep"),
+                 Tensor("post_per_layer_input_norm", (h,), "rep", linear=False))
+    model_wide = (Tensor("per_layer_model_projection", (n * p, h), "rep"),
+                  Tensor("per_layer_projection_norm", (p,), "rep", linear=False))
+    return per_layer, model_wide, (Tensor("embed_tokens_per_layer", (vocab, n * p), "vocab", linear=False),)
 
 
 def build_jamba(f: Fields):

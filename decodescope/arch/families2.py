@@ -6,7 +6,7 @@ from dataclasses import replace
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, MoE, Tensor
 from decodescope.arch.build import attention, moe
 from decodescope.arch.hybrids import build_lfm2
-from decodescope.arch.families import rename
+from decodescope.arch.families import per_layer_inputs, rename
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -224,10 +224,9 @@ def build_gemma3n(f: Fields):
     per-head q/k norms on sliding (layer_types) and full layers, the last num_kv_shared_layers
     reading an earlier layer's K/V; gated MLPs (intermediate_size one per layer or one for
     all) with four norms; per layer LAuReL (a rank-laurel_rank bypass), AltUp's coefficients
-    and router over altup_num_inputs streams, and a per-layer input gate and projection
-    (hidden_size_per_layer_input). Layer 0 carries the model's per-token tensors besides: the
-    per-layer input projection and AltUp's stream projections. The per-layer embedding
-    table (vocab_size_per_layer_input x layers x that width) is gathered, a row per token."""
+    and router over altup_num_inputs streams, and Gemma's per-layer inputs (families.
+    per_layer_inputs). Layer 0 carries the model's per-token tensors besides: the per-layer
+    input projection and AltUp's stream projections."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
     types = _per_layer(f, "layer_types", str, n, "")
     if not all(types):
@@ -237,30 +236,26 @@ def build_gemma3n(f: Fields):
     if shared_from < 1:
         raise DecodescopeError(f"{f.source}: num_kv_shared_layers must leave a layer with its own K/V",
                                "num_kv_shared_layers is below num_hidden_layers")
-    p, rank, streams = f.need("hidden_size_per_layer_input", "per-layer inputs"), f.get("laurel_rank", default=64), \
-        f.get("altup_num_inputs", default=4)
-    if not p or not f.need("vocab_size_per_layer_input", "per-layer inputs"):
-        raise DecodescopeError(f"{f.source}: Gemma 3n with no per-layer inputs (hidden_size_per_layer_input or "
-                               "vocab_size_per_layer_input 0)", "both are positive in Gemma 3n configs")
+    per_layer, model_wide, tables = per_layer_inputs(f, n, h)
+    if not tables:
+        raise DecodescopeError(f"{f.source}: Gemma 3n with no per-layer inputs (hidden_size_per_layer_input 0)",
+                               "hidden_size_per_layer_input is positive in Gemma 3n configs")
+    rank, streams = f.get("laurel_rank", default=64), f.get("altup_num_inputs", default=4)
 
     def t(name, *shape, linear=True):
         return Tensor(name, shape, "rep", linear=linear)
     extra = (t("pre_feedforward_layernorm", h, linear=False), t("post_feedforward_layernorm", h, linear=False),
-             t("post_per_layer_input_norm", h, linear=False), t("laurel.linear_left", rank, h),
-             t("laurel.linear_right", h, rank), t("laurel.post_laurel_norm", h, linear=False),
-             t("altup.correct_output_scale", h, linear=False), t("altup.correction_coefs", streams, streams, linear=False),
+             t("laurel.linear_left", rank, h), t("laurel.linear_right", h, rank),
+             t("laurel.post_laurel_norm", h, linear=False), t("altup.correct_output_scale", h, linear=False),
+             t("altup.correction_coefs", streams, streams, linear=False),
              t("altup.prediction_coefs", streams * streams, streams, linear=False),
-             t("altup.modality_router", streams, h), t("altup.router_norm", h, linear=False),
-             t("per_layer_input_gate", p, h), t("per_layer_projection", h, p))
-    model_wide = (t("per_layer_model_projection", n * p, h), t("per_layer_projection_norm", p, linear=False),
-                  *(t(f"altup_projections.{j}", h, h) for j in range(streams - 1)),
-                  *(t(f"altup_unembed_projections.{j}", h, h) for j in range(streams - 1)))
+             t("altup.modality_router", streams, h), t("altup.router_norm", h, linear=False), *per_layer)
+    model_wide += (*(t(f"altup_projections.{j}", h, h) for j in range(streams - 1)),
+                   *(t(f"altup_unembed_projections.{j}", h, h) for j in range(streams - 1)))
     layers = []
     for i, (kind, inter) in enumerate(zip(types, inters, strict=True)):
         w = f.get("sliding_window") if kind == "sliding_attention" else None
         attn = attention(f, w, qk_norm=True, kv_shared=i >= shared_from)
         layers.append(Layer("sliding_attention" if w else "attention", attn, DenseMLP(h, inter),
                             extra + (model_wide if i == 0 else ())))
-    table = Tensor("embed_tokens_per_layer", (f.need("vocab_size_per_layer_input", "per-layer inputs"), n * p),
-                   "vocab", linear=False)
-    return layers, [], (), (table,)
+    return layers, [], (), tables
