@@ -56,12 +56,14 @@ def gap_errors_ms(acc, server_ns) -> list[float]:
 @pytest.mark.parametrize("loop", [None, new_event_loop], ids=["any asyncio loop", "stamping loop"])
 def test_reads_are_handed_on_in_the_protocol_callback_with_their_time(scripted_server, loop):
     with asyncio.Runner(loop_factory=loop) as runner:
-        acc, seen, stamped, restored, _ = runner.run(stream_once(scripted_server.url))
+        acc, seen, stamped, restored, server_ns = runner.run(stream_once(scripted_server.url))
     assert stamped and restored, "wrap the connection's protocol for the response, then give it back as it was"
     assert all(wrapped for _, wrapped, _ in seen[1:]), "every read after the headers comes through the wrapper"
     assert acc.error_kind is None and len(acc.token_times_ns) == 20, "every byte, in order"
-    gaps_ms = [(b - a) / 1e6 for a, b in zip(acc.token_times_ns, acc.token_times_ns[1:])]
-    assert statistics.median(gaps_ms) == pytest.approx(10, abs=2), gaps_ms
+    # each gap as the server spaced its writes (10 ms apart, or a burst after the server was
+    # descheduled on a loaded machine: one CI run saw a 103 ms stall and then ten chunks at once)
+    errors = gap_errors_ms(acc, server_ns)
+    assert statistics.median(abs(e) for e in errors) < 2, errors
 
 
 def kernel_stamps_tcp() -> bool:
