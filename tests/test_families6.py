@@ -71,7 +71,23 @@ def test_hunyuan_per_layer_lists_and_int_fields_read_alike(tmp_path):
     assert load_arch(str(path)).params_total == 80_393_183_232
 
 
-@pytest.mark.parametrize("edit,field", [({"use_cla": True}, "use_cla"), ({"moe_topk": [8] * 31}, "moe_topk"),
+def test_hunyuan_large_cross_layer_attention_shares_kv_between_pairs_of_layers():
+    # Tencent/Tencent-Hunyuan-Large models/modeling_hunyuan.py: attention_type 'cross' where
+    # layer_idx % cla_share_factor != 0, and only 'self' layers build k_proj, v_proj, key_layernorm
+    a = load_arch(str(CONFIGS / "tencent__Hunyuan-Large.trimmed.json"))
+    assert [x.mixer.kv_shared for x in a.layers[:4]] == [False, True, False, True]
+    assert "k_proj" not in {t.name for t in a.layers[1].tensors()}
+    # README of Tencent/Tencent-Hunyuan-Large: "a total of 389 billion parameters and 52 billion
+    # active parameters"
+    assert abs(a.params_total / 389e9 - 1) < 0.01
+    # active by hand, per layer: q and o 6400 x 6400, k and v 6400 x 640 in every second layer,
+    # q/k norms of 80, two norms, a 16 x 6400 router, 1 routed + 1 shared expert of 3 x 6400 x 18304
+    own, cross = 2 * 6400 * 6400 + 2 * 6400 * 640 + 2 * 80, 2 * 6400 * 6400 + 80
+    rest = 2 * 6400 + 16 * 6400 + 2 * 3 * 6400 * 18304
+    assert a.params_active == 32 * (own + cross + 2 * rest) + 129024 * 6400 + 6400
+
+
+@pytest.mark.parametrize("edit,field", [({"use_mla": True}, "use_mla"), ({"moe_topk": [8] * 31}, "moe_topk"),
                                         ({"moe_topk": 65}, "moe_topk"), ({"num_shared_expert": -1}, "num_shared_expert")])
 def test_hunyuan_large_and_broken_fields_end_in_one_clear_error(tmp_path, edit, field):
     path = tmp_path / "config.json"

@@ -174,11 +174,13 @@ def build_hunyuan(f: Fields):
     q/k norms (use_qk_norm); every layer routes to num_experts experts (moe_topk of them,
     sized moe_intermediate_size, else intermediate_size) and, with use_mixed_mlp_moe, adds
     num_shared_expert shared MLPs of intermediate_size, ungated. moe_topk,
-    moe_intermediate_size and num_shared_expert are one int or one per layer."""
-    if f.get("use_cla", default=False) or f.get("use_mla", default=False):
-        raise DecodescopeError(f"{f.source}: Hunyuan with cross-layer attention (use_cla) or MLA (use_mla), as in "
-                               "Hunyuan-Large, is not modelled: its layers share K/V across layers",
-                               "decodescope reads Hunyuan-A13B-style configs (use_cla and use_mla false)")
+    moe_intermediate_size and num_shared_expert are one int or one per layer. Hunyuan-Large's
+    cross-layer attention (use_cla): a layer whose index is not a multiple of cla_share_factor
+    reuses the K/V of the layer before it (no k/v projections, no cache of its own)."""
+    if f.get("use_mla", default=False):
+        raise DecodescopeError(f"{f.source}: Hunyuan with MLA (use_mla) is not modelled",
+                               "decodescope reads Hunyuan configs with use_mla false")
+    share = f.get("cla_share_factor", default=2) if f.get("use_cla", default=False) else 1
     n, h, inter = f.need("num_hidden_layers"), f.need("hidden_size"), f.need("intermediate_size")
     experts = f.need("num_experts", "Hunyuan's routed experts")
     top_k = _int_or_per_layer(f, "moe_topk", n, 1)
@@ -187,10 +189,11 @@ def build_hunyuan(f: Fields):
     attn = attention(f, qk_norm=bool(f.get("use_qk_norm", default=True)),
                      head_dim=f.get("head_dim", "attention_head_dim", default=h // f.need("num_attention_heads")))
     layers = []
-    for k, size, s in zip(top_k, sizes, shared, strict=True):
+    for i, (k, size, s) in enumerate(zip(top_k, sizes, shared, strict=True)):
         if not 0 < k <= experts:
             raise DecodescopeError(f"{f.source}: moe_topk {k} of {experts} experts", "fix moe_topk")
-        layers.append(Layer("attention", attn, MoE(h, experts, k, size, shared_expert_intermediate_size=s * inter)))
+        mixer = replace(attn, kv_shared=i % share != 0)
+        layers.append(Layer("attention", mixer, MoE(h, experts, k, size, shared_expert_intermediate_size=s * inter)))
     return layers, [], ()
 
 

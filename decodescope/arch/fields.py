@@ -34,7 +34,7 @@ INT_RANGES = {
                      "attn_layer_period", "expert_layer_period", "moe_layer_interval", "conv_L_cache",
                      "block_multiple_of", "o_groups", "hc_mult", "short_conv_kernel_size", "num_heads",
                      "sparse_topk_blocks", "sparse_num_index_heads", "num_attention_groups", "moe_top_k",
-                     "global_attn_every_n_layers", "altup_num_inputs"),
+                     "global_attn_every_n_layers", "altup_num_inputs", "cla_share_factor"),
                     _COUNT),
     **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "zero_expert_num"),
                     (0, 1 << 16)),
