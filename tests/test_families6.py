@@ -208,3 +208,11 @@ def test_gemma4_per_layer_inputs_and_shared_kv_match_transformers(tmp_path, edit
     assert a.params_total == exact
     assert [t.params for t in a.input_tables] == [262144 * 30 * 256]
     assert sum(x.mixer.kv_shared for x in a.layers) == edit.get("num_kv_shared_layers", 0)
+
+
+def test_gemma4_sharing_every_layers_kv_is_one_clear_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads((CONFIGS / "transformers__Gemma4TextConfig-defaults.json").read_text()),
+                                "num_kv_shared_layers": 30}))
+    with pytest.raises(DecodescopeError, match="num_kv_shared_layers"):
+        load_arch(str(path))

@@ -218,7 +218,7 @@ def build_gemma4(f: Fields):
                   for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm"))
     moe_block = bool(f.get("enable_moe_block", default=False))
     per_layer, model_wide, tables = per_layer_inputs(f, n, h)
-    shared_from = n - f.get("num_kv_shared_layers", default=0)
+    shared_from = first_kv_shared(f, n)
     layers = []
     for i, t in enumerate(types):
         if t == "full_attention":
@@ -240,6 +240,15 @@ def build_gemma4(f: Fields):
         extra += per_layer + (model_wide if i == 0 else ())
         layers.append(Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, extra))
     return layers, [], (), tables
+
+
+def first_kv_shared(f: Fields, n: int) -> int:
+    """The first of the last num_kv_shared_layers layers, which read earlier layers' K/V (Gemma 3n / 4)."""
+    first = n - f.get("num_kv_shared_layers", default=0)
+    if first < 1:
+        raise DecodescopeError(f"{f.source}: num_kv_shared_layers must leave a layer with its own K/V",
+                               "num_kv_shared_layers is below num_hidden_layers")
+    return first
 
 
 def per_layer_inputs(f: Fields, n: int, h: int):

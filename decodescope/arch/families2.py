@@ -1,12 +1,13 @@
-"""More family builders (Laguna, Hunyuan-A13B, LongCat-Flash, ...): each is `(Fields) -> (layers, mtp, notes)` and is
-listed in decodescope.arch.registry.FAMILIES."""
+"""More family builders (Laguna, Hunyuan, LongCat-Flash, Gemma 3n, ...): each is
+`(Fields) -> (layers, mtp, notes[, input tables])` and is listed in
+decodescope.arch.registry.FAMILIES."""
 
 from dataclasses import replace
 
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, MoE, Tensor
 from decodescope.arch.build import attention, moe
 from decodescope.arch.hybrids import build_lfm2
-from decodescope.arch.families import per_layer_inputs, rename
+from decodescope.arch.families import first_kv_shared, per_layer_inputs, rename
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -218,7 +219,8 @@ def build_longcat_flash(f: Fields):
                    Tensor("router.zero_experts.bias", (zero,), "rep", linear=False)) if zero else ()
     block = [Layer("mla", mla, dense), Layer("mla", mla, dense), Layer("moe", None, routed, zero_router)]
     note = (f"zero-computation experts: of {top_k} experts picked per token, {picked} are real ones "
-            f"({top_k} x {real} / {real + zero}, a uniform router); the report's average is ~27B activated",)
+            f"({top_k} x {real} / {real + zero}, a uniform router; LongCat-Flash-Chat's report gives ~27B of "
+            "its 18.6-31.3B activated on average)",)
     return block * n, [], note if zero else ()
 
 
@@ -235,10 +237,7 @@ def build_gemma3n(f: Fields):
     if not all(types):
         types = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(n)]
     inters = _int_or_per_layer(f, "intermediate_size", n, None)
-    shared_from = n - f.get("num_kv_shared_layers", default=0)
-    if shared_from < 1:
-        raise DecodescopeError(f"{f.source}: num_kv_shared_layers must leave a layer with its own K/V",
-                               "num_kv_shared_layers is below num_hidden_layers")
+    shared_from = first_kv_shared(f, n)
     per_layer, model_wide, tables = per_layer_inputs(f, n, h)
     if not tables:
         raise DecodescopeError(f"{f.source}: Gemma 3n with no per-layer inputs (hidden_size_per_layer_input 0)",

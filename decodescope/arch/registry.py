@@ -1,6 +1,6 @@
 """config.json -> Arch: model_type -> family builder.
 
-To add a family: write a builder `(Fields) -> (layers, mtp, notes)` (decodescope/arch/
+To add a family: write a builder `(Fields) -> (layers, mtp, notes[, input tables])` (decodescope/arch/
 build.py or families.py) and list its model_type(s) in FAMILIES."""
 
 from decodescope.arch.arch import Arch
