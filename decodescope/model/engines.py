@@ -18,7 +18,7 @@ GRAPH_KERNEL_US = 1.1
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
 BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
                        "moe_batched_slowdown", "moe_batched_slowdown_per_token", "fp8_gemm_us_per_k_block",
-                       "moe_matvec_per_pair", "moe_matvec_efficiency")
+                       "moe_matvec_per_pair", "moe_matvec_efficiency", "moe_matvec_skips")
 
 
 class Backend(Enum):
@@ -56,6 +56,9 @@ class EngineProfile:
     memory_reserve_gb: float = 0.0
     # tokens per pass the MoE mat-vec kernel takes, above which a batched kernel runs; 0: one kernel for all
     moe_matvec_max_tokens: int = 0
+    # weight formats whose experts the mat-vec kernel does not take (a backend without that
+    # shader): a checkpoint in one of them runs the batched kernel from one token per pass on
+    moe_matvec_skips: tuple[str, ...] = ()
     # us per 128-deep K block of a dense FP8 GEMM whose kernel gives each output tile to one
     # workgroup that walks all of K (model/kloop.py); 0: its kernels split K, the roofline stands
     fp8_gemm_us_per_k_block: float = 0.0
@@ -95,7 +98,7 @@ class EngineProfile:
         over = self.by_backend.get(backend.value, {}) if backend else {}
         if not over:
             return self
-        plain = {k: v for k, v in over.items() if k != "format_efficiency"}
+        plain = {k: tuple(v) if isinstance(v, list) else v for k, v in over.items() if k != "format_efficiency"}
         return replace(self, **plain, format_efficiency={**self.format_efficiency, **over.get("format_efficiency", {})},
                        by_backend={})
 

@@ -9,7 +9,7 @@ from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware import all_gpus, get_interconnect
 from decodescope.model.deployment import Deployment, check, engine_format
-from decodescope.model.engines import engines
+from decodescope.model.engines import Backend, engines
 from decodescope.model.formats import WeightFormat, parse_format
 from decodescope.model.memory import memory_fit, memory_need
 from decodescope.model.predict import ceiling_estimate, expected_estimate
@@ -82,6 +82,16 @@ def _engines(d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
             for e in engines().values() if e.id not in (d.engine.id, "generic") and _serves(e.id, d.weights)]
 
 
+def _backends(d: Deployment) -> list[tuple[str, str, Deployment]]:
+    """The engine's other builds for this GPU (llama.cpp on a Radeon: HIP or Vulkan): their
+    kernels differ, e.g. for a MoE layer's experts (engines.toml serving.llamacpp)."""
+    now = d.runs_on
+    if now is None:
+        return []
+    return [(f"backend {b}", f"{d.engine.id} built for {b}, not {now.value}", replace(d, backend=Backend(b)))
+            for b, vendors in d.engine.backend_vendors.items() if b != now.value and d.gpu.vendor in vendors]
+
+
 def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
     out = _formats(arch, d)
     if d.kv_dtype != "fp8":
@@ -92,7 +102,7 @@ def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, D
         out.append(("accept +1", f"accept_len {d.spec.accept_len:g} -> {a:g}"
                     + (f", {k} draft steps" if k != d.spec.k else ""), replace(d, spec=replace(
                         d.spec, k=k, accept_len=a, draft_tokens=max(d.spec.draft_tokens, k + 1) if d.spec.draft_tokens else 0))))
-    return out + _split(d) + _gpus(d) + _engines(d, bound)
+    return out + _split(d) + _gpus(d) + _backends(d) + _engines(d, bound)
 
 
 def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") -> list[Lever]:

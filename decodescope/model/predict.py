@@ -126,6 +126,8 @@ def moe_batched(d: Deployment) -> tuple:
     if not p.moe_matvec_max_tokens:
         return ()
     limit = p.moe_matvec_max_tokens if d.moe_matvec_max_tokens is None else d.moe_matvec_max_tokens
+    if d.weights.name in p.moe_matvec_skips:
+        limit = 0  # no mat-vec shader for these experts: the batched kernel at every batch
     return (limit, p.moe_batched_slowdown, p.moe_batched_slowdown_per_token)
 
 
@@ -135,9 +137,11 @@ def batched_moe_note(arch: Arch, d: Deployment) -> tuple[str, ...]:
     if not costs or tokens <= costs[0] or not any(_moe(x) for x in arch.layers):
         return ()
     limit, slowdown, per_token = costs
-    return (f"{d.engine.id} ({d.runs_on.value}) multiplies the MoE experts with a batched kernel above {limit} "
-            f"token(s) per pass ({tokens} here): it adds {slowdown:g}x the mat-vec kernel's time for one token's "
-            f"experts, + {per_token:g}x per token each touched expert multiplies (engine profile)",)
+    when = (f"at every batch: its mat-vec kernel does not take {d.weights.name} experts" if not limit
+            else f"above {limit} token(s) per pass ({tokens} here)")
+    return (f"{d.engine.id} ({d.runs_on.value}) multiplies the MoE experts with a batched kernel {when}: it adds "
+            f"{slowdown:g}x the mat-vec kernel's time for one token's experts, + {per_token:g}x per token each "
+            f"touched expert multiplies (engine profile)",)
 
 
 def estimates(arch: Arch, d: Deployment) -> tuple[Estimate, Estimate]:

@@ -16,7 +16,7 @@ from decodescope.errors import DecodescopeError
 from decodescope.model import make_deployment
 from decodescope.model.deployment import check
 from decodescope.model.engines import Backend
-from decodescope.model.predict import estimates
+from decodescope.model.predict import estimates, predict
 
 ARCH = load_arch("qwen3-30b-a3b")  # 48 MoE layers, 128 experts, 8 per token
 # one expert (gate, up, down of 2048 x 768) in Q8_0 (8.5 bits per weight): 3 x 1,572,864 x 8.5 / 8
@@ -39,9 +39,9 @@ def _costed(profile, costs):
                    by_backend={**over, "vulkan": vulkan})
 
 
-def _extra_ms(gpu: str, batch: int, backend: str | None, memory: str) -> float:
+def _extra_ms(gpu: str, batch: int, backend: str | None, memory: str, weights: str = "q8_0") -> float:
     """Expected round with the test costs less the round without them (ms), identical requests."""
-    d = make_deployment(ARCH, gpu, weights="q8_0", engine="llamacpp", batch=batch, context=512,
+    d = make_deployment(ARCH, gpu, weights=weights, engine="llamacpp", batch=batch, context=512,
                         same_tokens=True, backend=backend)
     base = replace(d.engine, memory_efficiency={memory: 0.8}, format_efficiency={"q8_0": 1.0})
     priced, free = _costed(base, COSTS), _costed(base, None)
@@ -71,6 +71,41 @@ def test_the_mat_vec_limit_differs_per_backend():
     assert _extra_ms("radeon-8060s", 5, "hip", "lpddr") == pytest.approx(21.151, abs=1e-3)
     assert _extra_ms("radeon-8060s", 8, "vulkan", "lpddr") == pytest.approx(0.0, abs=1e-9)
     assert _extra_ms("radeon-8060s", 9, "vulkan", "lpddr") == pytest.approx(155.105, abs=1e-3)
+
+
+def test_vulkan_runs_bf16_experts_through_the_tiled_kernel_from_one_token():
+    """ggml-vulkan.cpp ggml_vk_use_mul_mat_vec_id: 'src2->ne[1] <= 8' and the experts F32, F16
+    or quantized: BF16 experts take mul_mm_id at every batch. Radeon 8060S at 204.8 GB/s, batch 1:
+    one token's 8 BF16 experts, 8 x 3 x 2048 x 768 x 2 = 75,497,472 bytes per layer, read in
+    368.640 us; each touched expert multiplies 1 x 8 / 8 = 1 token: 368.640 x (3.0 + 1.5 x 1) =
+    1658.880 us per layer, x 48 = 79.626 ms. F16 experts and BF16 on HIP keep the mat-vec kernel."""
+    assert 8 * 3 * 2048 * 768 * 2 / 204.8e9 * 1e6 == pytest.approx(368.640, abs=1e-3)
+    assert _extra_ms("radeon-8060s", 1, "vulkan", "lpddr", "bf16") == pytest.approx(79.626, abs=1e-3)
+    assert _extra_ms("radeon-8060s", 1, "vulkan", "lpddr", "fp16") == pytest.approx(0.0, abs=1e-9)
+    assert _extra_ms("radeon-8060s", 1, "hip", "lpddr", "bf16") == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_dense_bf16_model_on_vulkan_keeps_the_mat_vec_kernel():
+    """The skip is of the MoE kernel: a dense model has no experts to send anywhere else."""
+    dense = load_arch("qwen3-8b")
+    d = make_deployment(dense, "radeon-8060s", weights="bf16", engine="llamacpp", backend="vulkan")
+    hip = replace(d, backend=Backend.HIP)
+    assert d.runs_on is Backend.VULKAN and hip.runs_on is Backend.HIP
+    assert estimates(dense, d)[1].round_ms == pytest.approx(estimates(dense, hip)[1].round_ms, rel=1e-9)
+
+
+def test_the_other_backend_is_a_lever_where_its_kernels_are_faster():
+    """BF16 experts on Vulkan run the tiled kernel; the HIP build of the same GPU keeps the
+    mat-vec kernel, so `backend hip` is offered, at the expected tok/s of a HIP run. A dense
+    model runs the same kernels on both: no backend lever."""
+    d = make_deployment(ARCH, "radeon-8060s", weights="bf16", engine="llamacpp", backend="vulkan")
+    offered = {lv.lever: lv for lv in predict(ARCH, d, with_levers=True).levers}
+    hip = estimates(ARCH, replace(d, backend=Backend.HIP))[1].tok_s
+    assert offered["backend hip"].tok_s == pytest.approx(hip)
+    assert offered["backend hip"].gain > 0.5
+    dense = load_arch("qwen3-8b")
+    d = make_deployment(dense, "radeon-8060s", weights="bf16", engine="llamacpp", backend="vulkan")
+    assert not [lv for lv in predict(dense, d, with_levers=True).levers if lv.lever.startswith("backend")]
 
 
 def test_metal_keeps_the_mat_vec_kernel_below_32_tokens():
