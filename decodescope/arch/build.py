@@ -91,9 +91,16 @@ def moe(f: Fields, **kw) -> MoE:
     return MoE(hidden_size=hidden, num_experts=experts, num_experts_per_tok=top_k, **kw)
 
 
+# mlp_layer_types words (transformers 5 writes them in place of first_k_dense_replace and kin)
+MLP_LAYER_KINDS = {"dense": False, "sparse": True, "moe": True}
+
+
 def _is_moe_layer(f: Fields, i: int) -> bool:
     if not _num_experts(f) or i in (f.list_("mlp_only_layers", int) or []):
         return False
+    if f.get("mlp_layer_types") is not None:  # an MTP layer (i past the list) as the last layer
+        kinds = mlp_layer_types(f)
+        return MLP_LAYER_KINDS[kinds[min(i, len(kinds) - 1)]]
     if f.get("moe_layers") is not None:
         return i in f.list_("moe_layers", int)
     if f.get("first_k_dense_replace") is not None:  # DeepSeek
@@ -101,6 +108,15 @@ def _is_moe_layer(f: Fields, i: int) -> bool:
     if f.get("interleave_moe_layer_step"):  # Llama 4: every step-th layer is MoE
         return (i + 1) % f.get("interleave_moe_layer_step") == 0
     return (i + 1) % f.get("decoder_sparse_step", default=1) == 0
+
+
+def mlp_layer_types(f: Fields) -> list[str]:
+    """mlp_layer_types, one known word per layer (MLP_LAYER_KINDS)."""
+    kinds, n = f.list_("mlp_layer_types", str), f.need("num_hidden_layers")
+    if kinds is None or len(kinds) != n or not set(kinds) <= set(MLP_LAYER_KINDS):
+        raise DecodescopeError(f"{f.source}: mlp_layer_types must hold one of {', '.join(MLP_LAYER_KINDS)} per layer ({n})",
+                               "fix mlp_layer_types")
+    return kinds
 
 
 def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:

@@ -30,15 +30,30 @@ def _attention(f: Fields, ratio: int) -> "CompressedMQA":  # noqa: F821 (importe
                          f.get("index_topk", default=0) if ratio == 4 else 0)
 
 
-def build_deepseek_v4(f: Fields):
-    """One layer per compress_ratios entry (0: the raw window only); the MTP module takes the
-    entry after the last layer."""
-    n = f.need("num_hidden_layers")
+def _layout(f: Fields, n: int) -> tuple[list[int], int]:
+    """Each layer's compress ratio (the MTP module's after them, where given) and how many
+    first layers route by hash: DeepSeek's compress_ratios and num_hash_layers, or transformers
+    5's layer_types (named by compress_rates; sliding_attention: 0) and mlp_layer_types
+    ("hash_moe" / "moe")."""
+    if f.get("compress_ratios") is None and f.get("layer_types") is not None:
+        rates, types = {"sliding_attention": 0, **(f.get("compress_rates") or {})}, f.list_("layer_types", str)
+        kinds = f.list_("mlp_layer_types", str) or ["moe"] * n
+        if len(types) != n or not set(types) <= set(rates) or len(kinds) != n or not set(kinds) <= {"hash_moe", "moe"}:
+            raise DecodescopeError(f"{f.source}: layer_types / mlp_layer_types must name one of {', '.join(rates)} / "
+                                   f"hash_moe, moe per layer ({n})", "fix layer_types, compress_rates or mlp_layer_types")
+        return [rates[t] for t in types], kinds.count("hash_moe")
     ratios = f.list_("compress_ratios", int) or []
     if len(ratios) < n:
         raise DecodescopeError(f"{f.source}: compress_ratios has {len(ratios)} entries for {n} layers",
                                "one compress ratio (0, 4 or 128) per layer")
-    hashed = f.get("num_hash_layers", default=0)
+    return ratios, f.get("num_hash_layers", default=0)
+
+
+def build_deepseek_v4(f: Fields):
+    """One layer per compress_ratios entry (0: the raw window only); the MTP module takes the
+    entry after the last layer."""
+    n = f.need("num_hidden_layers")
+    ratios, hashed = _layout(f, n)
     shared = f.get("n_shared_experts", default=0) * f.need("moe_intermediate_size")
     hc = _hyper_connections(f)
     layers = [Layer("compressed_attention" if r else "sliding_attention", _attention(f, r),

@@ -6,8 +6,8 @@ MiMo next-n layers, MiMo-V2-Flash's two attention shapes, MiniMax-M3's sparse la
 from dataclasses import asdict
 
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
-from decodescope.arch.build import (STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp, moe, nextn_mtp,
-                                    state_dtype)
+from decodescope.arch.build import (MLP_LAYER_KINDS, STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp,
+                                    mlp_layer_types, moe, nextn_mtp, state_dtype)
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
@@ -57,6 +57,9 @@ def translate(f: Fields) -> Fields:
         if isinstance(freq, list):
             data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
             return Fields({**data, "moe_layers": [i for i, x in enumerate(freq) if x]}, f.source)
+        if f.data.get("mlp_layer_types") is not None:  # transformers 5's words for the same flags
+            moe_at = [i for i, k in enumerate(mlp_layer_types(f)) if MLP_LAYER_KINDS[k]]
+            return Fields({**f.data, "moe_layers": moe_at}, f.source)
     if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
         return rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
                        topk_method="noaux_tc")
@@ -291,15 +294,20 @@ def build_jamba(f: Fields):
 
 
 
+# layer_types words: Granite's own, and transformers 5's for the same two kinds
+GRANITE_HYBRID_KINDS = {"mamba": "mamba", "attention": "attention", "linear_attention": "mamba",
+                        "full_attention": "attention"}
+
+
 def build_granite_hybrid(f: Fields):
     """Granite 4.0-H (granitemoehybrid): Mamba2 or attention per layer_types, and in every
     layer routed experts (intermediate_size each) plus a shared MLP (shared_intermediate_size).
     Mamba defaults are GraniteMoeHybridConfig's (128 heads, 1 group, state 256, head "auto")."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
     types = f.list_("layer_types", str)
-    if not types or len(types) != n:
+    if not types or len(types) != n or not set(types) <= set(GRANITE_HYBRID_KINDS):
         raise DecodescopeError(f"{f.source}: granitemoehybrid needs layer_types, one per layer",
-                               "add layer_types (\"mamba\" or \"attention\" per layer)")
+                               f"one of {', '.join(GRANITE_HYBRID_KINDS)} per layer")
     heads = f.get("mamba_n_heads", default=128)
     d_head = f.data.get("mamba_d_head")
     d_head = f.get("mamba_expand", default=2) * h // heads if d_head in (None, "auto") else f.get("mamba_d_head")
@@ -311,7 +319,8 @@ def build_granite_hybrid(f: Fields):
         mlp: DenseMLP | MoE = moe(f, shared_expert_intermediate_size=shared)
     else:
         mlp = DenseMLP(h, shared or f.need("intermediate_size"))
-    layers = [Layer("mamba", mamba, mlp) if t == "mamba" else Layer("attention", attention(f), mlp) for t in types]
+    layers = [Layer("mamba", mamba, mlp) if GRANITE_HYBRID_KINDS[t] == "mamba" else Layer("attention", attention(f), mlp)
+              for t in types]
     return layers, [], ()
 
 
@@ -322,21 +331,36 @@ def _per_layer_flags(f: Fields, key: str, n: int) -> list[int]:
     return flags
 
 
+def _mimo_v2_sliding(f: Fields, n: int) -> tuple[list[int], bool]:
+    """The sliding-window flag per layer, and whether the config is transformers 5's: it writes
+    layer_types in place of hybrid_layer_pattern and no swa_* fields, its sliding layers having
+    twice the K/V heads and a sink per head (modeling_mimo_v2_flash.py: 'SWA layers double the
+    kv heads vs full-attention and have attention sinks')."""
+    types = f.list_("layer_types", str) if f.get("hybrid_layer_pattern") is None else None
+    if types is None:
+        return _per_layer_flags(f, "hybrid_layer_pattern", n), False
+    if len(types) != n or not set(types) <= {"full_attention", "sliding_attention"}:
+        raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or sliding_attention per layer ({n})",
+                               "fix layer_types")
+    return [int(t == "sliding_attention") for t in types], True
+
+
 def build_mimo_v2(f: Fields):
     """MiMo-V2-Flash: hybrid_layer_pattern picks sliding-window layers (1: swa_* head counts,
     sliding_window tokens, a learned sink per head) or full-attention layers (0); Q/K heads
     of head_dim, V heads of v_head_dim; moe_layer_freq picks the MoE layers (1) from the
     dense ones (0)."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    swa = _per_layer_flags(f, "hybrid_layer_pattern", n)
+    swa, v5 = _mimo_v2_sliding(f, n)
     moe_at = set(f.list_("moe_layers", int) or ())
     full = attention(f, v_head_dim=f.get("v_head_dim", default=0),
                      sinks=bool(f.get("add_full_attention_sink_bias", default=False)))
     window = attention(f, f.need("sliding_window", "the sliding-window layers"),
-                       num_key_value_heads=f.get("swa_num_key_value_heads", "num_key_value_heads"),
+                       num_key_value_heads=f.get("swa_num_key_value_heads", default=0)
+                       or f.need("num_key_value_heads") * (2 if v5 else 1),
                        head_dim=f.get("swa_head_dim", "head_dim"),
                        v_head_dim=f.get("swa_v_head_dim", "v_head_dim", default=0),
-                       sinks=bool(f.get("add_swa_attention_sink_bias", default=False)))
+                       sinks=bool(f.get("add_swa_attention_sink_bias", default=v5)))
     dense = DenseMLP(h, f.need("intermediate_size"))
     routed = moe(f, router_bias=f.get("topk_method") == "noaux_tc")
     return [Layer("sliding_attention" if s else "attention", window if s else full, routed if i in moe_at else dense)

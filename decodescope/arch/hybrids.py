@@ -43,6 +43,8 @@ def build_falcon_h1(f: Fields):
 
 # Nemotron-H layer kinds: hybrid_override_pattern letters and layers_block_type words
 NEMOTRON_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+# transformers 5 writes layers_block_type with its own words for the first two
+NEMOTRON_WORDS = {**{k: k for k in NEMOTRON_KINDS.values()}, "linear_attention": "mamba", "full_attention": "attention"}
 
 
 def _nemotron_pattern(f: Fields, letters: str, words: str) -> list[str] | None:
@@ -57,10 +59,10 @@ def _nemotron_pattern(f: Fields, letters: str, words: str) -> list[str] | None:
                                    "known letters: M (mamba2), * (attention), - (MLP), E (MoE)")
         return [NEMOTRON_KINDS[ch] for ch in pattern]
     kinds = f.list_(words, str)
-    if kinds is not None and not set(kinds) <= set(NEMOTRON_KINDS.values()):
-        raise DecodescopeError(f"{f.source}: {words} holds {sorted(set(kinds) - set(NEMOTRON_KINDS.values()))}",
-                               "known kinds: mamba, attention, mlp, moe")
-    return kinds
+    if kinds is not None and not set(kinds) <= set(NEMOTRON_WORDS):
+        raise DecodescopeError(f"{f.source}: {words} holds {sorted(set(kinds) - set(NEMOTRON_WORDS))}",
+                               f"known kinds: {', '.join(NEMOTRON_WORDS)}")
+    return None if kinds is None else [NEMOTRON_WORDS[k] for k in kinds]
 
 
 def _nemotron_block(f: Fields, kind: str):
@@ -138,20 +140,36 @@ def build_lfm2(f: Fields):
     return [Layer("conv", conv, mlp) if t == "conv" else Layer("attention", attn, mlp) for t in types], [], ()
 
 
+def _kimi_delta_layers(f: Fields, n: int):
+    """The MLA layers (1-based) and the Kimi Delta Attention block: from linear_attn_config, or
+    from transformers 5's layer_types and linear_* fields (low-rank gates, as its
+    KimiLinearDeltaAttention's g_a_proj / g_b_proj)."""
+    from decodescope.arch.mixers import KimiDeltaAttention
+    h, lin = f.need("hidden_size"), f.get("linear_attn_config")
+    if lin is None and f.get("layer_types") is not None:
+        types = f.list_("layer_types", str)
+        if len(types) != n or not set(types) <= {"full_attention", "linear_attention"}:
+            raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or linear_attention per layer ({n})",
+                                   "fix layer_types")
+        kda = KimiDeltaAttention(h, f.need("linear_num_heads", "Kimi Delta Attention"),
+                                 f.need("linear_head_dim", "Kimi Delta Attention"),
+                                 f.need("linear_conv_kernel_dim", "Kimi Delta Attention"), False)
+        return {i + 1 for i, t in enumerate(types) if t == "full_attention"}, kda
+    if not isinstance(lin, dict):
+        raise DecodescopeError(f"{f.source}: kimi_linear needs linear_attn_config", "add linear_attn_config or layer_types")
+    g = Fields(lin, f.source)
+    kda = KimiDeltaAttention(h, g.need("num_heads", "Kimi Delta Attention"), g.need("head_dim", "Kimi Delta Attention"),
+                             g.need("short_conv_kernel_size", "Kimi Delta Attention"),
+                             bool(lin.get("use_full_rank_gate", False)))
+    return set(g.list_("full_attn_layers", int) or ()), kda
+
+
 def build_kimi_linear(f: Fields):
     """Kimi Linear: linear_attn_config lists, 1-based, the Kimi Delta Attention layers
     (kda_layers) and the MLA layers (full_attn_layers); DeepSeek-style MoE after the
     first_k_dense_replace dense layers."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    lin = f.get("linear_attn_config")
-    if not isinstance(lin, dict):
-        raise DecodescopeError(f"{f.source}: kimi_linear needs linear_attn_config", "add linear_attn_config")
-    g = Fields(lin, f.source)
-    full = set(g.list_("full_attn_layers", int) or ())
-    from decodescope.arch.mixers import KimiDeltaAttention
-    kda = KimiDeltaAttention(h, g.need("num_heads", "Kimi Delta Attention"), g.need("head_dim", "Kimi Delta Attention"),
-                             g.need("short_conv_kernel_size", "Kimi Delta Attention"),
-                             bool(lin.get("use_full_rank_gate", False)))
+    full, kda = _kimi_delta_layers(f, n)
     mla = MLA(h, f.need("num_attention_heads"), f.get("q_lora_rank"), f.need("kv_lora_rank", "MLA"),
               f.need("qk_nope_head_dim", "MLA"), f.need("qk_rope_head_dim", "MLA"), f.need("v_head_dim", "MLA"))
     latent = f.get("routed_expert_hidden_size", default=0)  # Kimi K3: experts in a latent, as Nemotron 3's

@@ -1,0 +1,99 @@
+"""Configs as transformers 5 writes them: per-layer word lists in place of the older keys
+(mlp_layer_types "dense" / "sparse" for first_k_dense_replace and kin; layer_types
+"linear_attention" / "full_attention" for Mamba and attention layers; Nemotron-H's
+layers_block_type words; MiMo-V2-Flash's layer_types for hybrid_layer_pattern; Kimi Linear's
+layer_types and linear_* fields for linear_attn_config). A model saved or fine-tuned with
+transformers 5 carries these. Each fixture is transformers 5.24's config class on its defaults
+(tests/data/configs/SOURCES.md); each expected count is transformers' own model on the meta
+device (the sum of every parameter's numel), layouts by hand from its modeling code."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+from decodescope.errors import DecodescopeError
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# transformers 5.24, AutoModelForCausalLM.from_config(cls()) on the meta device
+TRANSFORMERS_COUNTS = {
+    "HYV3Config": 295_033_528_320,
+    "Glm4MoeLiteConfig": 29_943_390_976,
+    "GraniteMoeHybridConfig": 38_601_064_448,
+    "MiMoV2FlashConfig": 308_778_768_832,
+    "NemotronHConfig": 1_968_355_712,
+    "KimiLinearConfig": 49_133_074_464,
+    "DeepseekV4Config": 284_325_869_015,
+}
+
+
+def _path(cls: str) -> Path:
+    return CONFIGS / f"transformers__{cls}-defaults.json"
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS_COUNTS)
+def test_transformers_5_configs_count_as_transformers_does(cls):
+    # within 0.001 %: norms and router biases some classes keep apart differ by a few kB
+    assert load_arch(str(_path(cls))).params_total == pytest.approx(TRANSFORMERS_COUNTS[cls], rel=1e-5)
+
+
+def test_mlp_layer_types_picks_the_dense_layers():
+    """Hy3's defaults: layer 0 "dense" (an MLP of intermediate_size 13312), 79 "sparse" (192
+    experts top-8 plus a shared one). Before mlp_layer_types was read, every layer was MoE:
+    +3.48 B parameters (one dense MLP swapped for 192 experts and a shared one)."""
+    a = load_arch(str(_path("HYV3Config")))
+    kinds = [type(layer.mlp).__name__ for layer in a.layers]
+    assert kinds == ["DenseMLP"] + ["MoE"] * 79
+    assert a.layers[0].mlp.intermediate_size == 13312
+
+
+def test_linear_attention_layers_are_mamba_in_granite_4():
+    """GraniteMoeHybridConfig() writes 32 "linear_attention" layers: Mamba2 mixers, not attention
+    (read as attention they lost 3 % of the count)."""
+    cfg = json.loads(_path("GraniteMoeHybridConfig").read_text())
+    assert set(cfg["layer_types"]) == {"linear_attention"}
+    assert {layer.kind for layer in load_arch(str(_path("GraniteMoeHybridConfig"))).layers} == {"mamba"}
+
+
+def test_nemotron_h_block_words_of_transformers_5():
+    """layers_block_type ["linear_attention", "moe", "full_attention", "mlp"]: Mamba2, MoE,
+    attention, MLP, one each (NemotronHConfig's defaults)."""
+    a = load_arch(str(_path("NemotronHConfig")))
+    assert [layer.kind for layer in a.layers] == ["mamba", "moe", "attention", "mlp"]
+
+
+def test_mimo_v2_flash_sliding_layers_double_their_kv_heads_in_transformers_5():
+    """modeling_mimo_v2_flash.py: 'SWA layers double the kv heads vs full-attention and have
+    attention sinks'; the defaults: 4 K/V heads on full layers, so 8 and 64 sinks on sliding ones."""
+    a = load_arch(str(_path("MiMoV2FlashConfig")))
+    full = next(layer for layer in a.layers if layer.kind == "attention")
+    window = next(layer for layer in a.layers if layer.kind == "sliding_attention")
+    assert (full.mixer.num_key_value_heads, window.mixer.num_key_value_heads) == (4, 8)
+    assert (full.mixer.sinks, window.mixer.sinks) == (False, True)
+
+
+def test_kimi_linear_layer_types_place_the_mla_layers():
+    cfg = json.loads(_path("KimiLinearConfig").read_text())
+    a = load_arch(str(_path("KimiLinearConfig")))
+    assert [layer.kind == "mla" for layer in a.layers] == [t == "full_attention" for t in cfg["layer_types"]]
+
+
+def test_deepseek_v4_layer_types_name_their_compress_rates():
+    """layer_types "heavily_compressed_attention" / "compressed_sparse_attention" with
+    compress_rates {128, 4}, and mlp_layer_types "hash_moe" for the hash-routed first layers."""
+    cfg = json.loads(_path("DeepseekV4Config").read_text())
+    a = load_arch(str(_path("DeepseekV4Config")))
+    rates = cfg["compress_rates"]
+    assert [layer.mixer.compress_ratio for layer in a.layers] == [rates[t] for t in cfg["layer_types"]]
+    assert sum(not layer.mlp.router_bias for layer in a.layers) == cfg["mlp_layer_types"].count("hash_moe") == 3
+
+
+def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):
+    cfg = json.loads(_path("HYV3Config").read_text())
+    cfg["mlp_layer_types"][3] = "expert"
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(DecodescopeError, match="mlp_layer_types must hold one of dense, sparse, moe per layer"):
+        load_arch(str(p))
