@@ -6,6 +6,7 @@ build.py or families.py) and list its model_type(s) in FAMILIES."""
 from decodescope.arch.arch import Arch
 from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.config import RawConfig
+from decodescope.arch.fields import Fields
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
@@ -65,12 +66,28 @@ FAMILIES = {
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
 }
 
+# model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
+# of each class on its defaults has the parameter count of the named family's builder on the same
+# config (tests/test_families_same_as.py); their sliding layers, MoE and MLA come from the same fields
+SAME_AS = {
+    "helium": "llama",  # Kyutai Helium
+    "cwm": "llama",  # Meta Code World Model: Llama 3 with sliding layers in layer_types
+    "iquestcoder": "llama",
+    "vaultgemma": "llama",  # two norms per layer (not Gemma 2's four), head_dim 256, tied head
+    "apertus1p5_text": "apertus",
+    "sarvam_mla": "deepseek_v3",  # MLA + DeepSeek-style MoE
+    "minicpm3": "deepseek_v3",  # MLA with dense MLPs
+    "mellum": "qwen3_moe",  # per-head q/k norms, routed experts per mlp_layer_types
+    "sarvam_moe": "qwen3_moe",  # per-head q/k norms (use_qk_norm), DeepSeek-style expert fields
+    "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
+}
+
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
 # checkpoints in 16 bits by default (vLLM's dtype "auto" picks bfloat16 for them)
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "vaultgemma", "minicpm3")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
@@ -96,6 +113,11 @@ def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
     mt = f.str_("model_type")
+    tie_default, same_note = mt.startswith(TIED_BY_DEFAULT), ()
+    if mt in SAME_AS:
+        same_note = (f"model_type {mt}: built as {SAME_AS[mt]}, the same decoder tensor for tensor",)
+        mt = SAME_AS[mt]
+        f = Fields({**f.data, "model_type": mt}, f.source)
     if not mt and "quantization" in raw.data and "producer" in raw.data:
         raise DecodescopeError(f"{raw.source} is a ModelOpt hf_quant_config.json, not the model's config.json",
                                "pass the config.json beside it (its quantization_config holds the same)")
@@ -104,12 +126,12 @@ def build_arch(raw: RawConfig) -> Arch:
         raise DecodescopeError(
             f"{raw.source}: architecture model_type={mt!r} ({', '.join(map(str, archs)) if isinstance(archs, list) else archs}) "
             "is not supported",
-            f"supported model_types: {', '.join(sorted(FAMILIES))}. A decoder that looks like one of these "
+            f"supported model_types: {', '.join(sorted({*FAMILIES, *SAME_AS}))}. A decoder that looks like one of these "
             "can be tried by setting its model_type; adding a family is one builder in decodescope/arch/")
     f = translate2(translate(f))
     layers, mtp, notes, *tables = FAMILIES[mt](f)  # a builder may add its input tables (Gemma 3n)
     dtype, dtype_note = _dtype(f)
-    tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=mt.startswith(TIED_BY_DEFAULT)))
+    tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=tie_default))
     quant = _older_modelopt(f.get("quantization_config"))
     if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
         raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
@@ -127,4 +149,4 @@ def build_arch(raw: RawConfig) -> Arch:
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant, input_tables=tuple(tables[0]) if tables else (),
-                notes=tuple(notes) + dtype_note + tower_note)
+                notes=same_note + tuple(notes) + dtype_note + tower_note)
