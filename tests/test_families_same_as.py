@@ -24,6 +24,7 @@ TRANSFORMERS_COUNTS = {
     "MellumConfig": ("mellum", 12_149_923_072),
     "SarvamMoEConfig": ("sarvam_moe", 32_152_648_064),
     "FlexOlmoConfig": ("flex_olmo", 33_270_665_216),
+    "Gemma4UnifiedTextConfig": ("gemma4_unified_text", 3_010_758_400),
 }
 
 

@@ -5,7 +5,8 @@ layers_block_type words; MiMo-V2-Flash's layer_types for hybrid_layer_pattern; K
 layer_types and linear_* fields for linear_attn_config). A model saved or fine-tuned with
 transformers 5 carries these. Each fixture is transformers 5.24's config class on its defaults
 (tests/data/configs/SOURCES.md); each expected count is transformers' own model on the meta
-device (the sum of every parameter's numel), layouts by hand from its modeling code."""
+device (the sum of every parameter's numel), layouts by hand from its modeling code. Granite's
+sliding-window variants, new in transformers 5, are here too."""
 
 import json
 from pathlib import Path
@@ -26,6 +27,9 @@ TRANSFORMERS_COUNTS = {
     "NemotronHConfig": 1_968_355_712,
     "KimiLinearConfig": 49_133_074_464,
     "DeepseekV4Config": 284_325_869_015,
+    # Granite's sliding-window variants (new in transformers 5): a sink per head in every layer
+    "GraniteSWAConfig": 2_144_463_840,
+    "GraniteMoeSWAConfig": 37_039_117_312,
 }
 
 
@@ -88,6 +92,17 @@ def test_deepseek_v4_layer_types_name_their_compress_rates():
     rates = cfg["compress_rates"]
     assert [layer.mixer.compress_ratio for layer in a.layers] == [rates[t] for t in cfg["layer_types"]]
     assert sum(not layer.mlp.router_bias for layer in a.layers) == cfg["mlp_layer_types"].count("hash_moe") == 3
+
+
+def test_granite_swa_has_sliding_layers_and_a_sink_per_head():
+    """GraniteSWAConfig(): one full-attention layer in four, the others a 128-token window; 20
+    sinks in each of the 24 layers (480 parameters, what Llama's layout lacks)."""
+    cfg = json.loads(_path("GraniteSWAConfig").read_text())
+    a = load_arch(str(_path("GraniteSWAConfig")))
+    assert [layer.kind for layer in a.layers] == ["sliding_attention" if t == "sliding_attention" else "attention"
+                                                  for t in cfg["layer_types"]]
+    assert {layer.mixer.sinks for layer in a.layers} == {True}
+    assert cfg["num_attention_heads"] * cfg["num_hidden_layers"] == 480
 
 
 def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):

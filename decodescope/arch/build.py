@@ -146,6 +146,11 @@ def _num_layers(f: Fields) -> int:
 
 # ---- families -----------------------------------------------------------------------
 
+# a learned sink logit per head in every layer (gpt-oss; Granite's sliding-window variants,
+# transformers' modeling_granite_swa.py: 'self.sinks = nn.Parameter(torch.zeros(config.num_attention_heads))')
+SINK_FAMILIES = ("gpt_oss", "granite_swa", "granitemoe_swa")
+
+
 def build_decoder(f: Fields):
     """Llama / Mistral / Qwen2-3 / Gemma / Mixtral / Qwen-MoE / Llama 4 / gpt-oss."""
     n, mt = _num_layers(f), f.str_("model_type")
@@ -165,7 +170,7 @@ def build_decoder(f: Fields):
         if chunk and (i + 1) % 4 != 0:  # Llama 4: 3 of 4 layers attend within a chunk (NoPE every 4th)
             w, t = chunk, "sliding_attention"
         # OLMoE and OLMo 2 normalise q and k over all heads at once
-        attn = attention(f, w, qk_norm=qk_norm, sinks=mt == "gpt_oss", qk_norm_full=mt.startswith("olmo"))
+        attn = attention(f, w, qk_norm=qk_norm, sinks=mt in SINK_FAMILIES, qk_norm_full=mt.startswith("olmo"))
         mlp = decoder_mlp(f, i)
         layers.append(Layer("sliding_attention" if w else "attention", attn, mlp, extra))
     notes = ("Llama 4 chunked attention counted as a window of attention_chunk_size",) if chunk else ()

@@ -20,7 +20,7 @@ from decodescope.errors import DecodescopeError
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
                      "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
-                     "olmo2", "olmoe", "granite", "phi3", "internlm2", "baichuan", "chatglm",
+                     "olmo2", "olmoe", "granite", "granite_swa", "granitemoe_swa", "phi3", "internlm2", "baichuan", "chatglm",
                      "ernie4_5", "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
@@ -80,6 +80,7 @@ SAME_AS = {
     "mellum": "qwen3_moe",  # per-head q/k norms, routed experts per mlp_layer_types
     "sarvam_moe": "qwen3_moe",  # per-head q/k norms (use_qk_norm), DeepSeek-style expert fields
     "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
+    "gemma4_unified_text": "gemma4_text",  # Gemma 4 "unified": its vision tokens attend both ways
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
