@@ -6,7 +6,8 @@ layer_types and linear_* fields for linear_attn_config). A model saved or fine-t
 transformers 5 carries these. Each fixture is transformers 5.24's config class on its defaults
 (tests/data/configs/SOURCES.md); each expected count is transformers' own model on the meta
 device (the sum of every parameter's numel), layouts by hand from its modeling code. Granite's
-sliding-window variants, new in transformers 5, are here too."""
+sliding-window variants and the MoE of EXAONE and of Command A, new in transformers 5, are
+here too."""
 
 import json
 from pathlib import Path
@@ -30,6 +31,10 @@ TRANSFORMERS_COUNTS = {
     # Granite's sliding-window variants (new in transformers 5): a sink per head in every layer
     "GraniteSWAConfig": 2_144_463_840,
     "GraniteMoeSWAConfig": 37_039_117_312,
+    # EXAONE's MoE (EXAONE 4.0's layout, a dense first layer, 64 experts and a shared one) and
+    # Command A's MoE (Cohere's parallel block: the experts share the attention's input norm)
+    "ExaoneMoeConfig": 28_550_639_616,
+    "Cohere2MoeConfig": 190_004_928_512,
 }
 
 
@@ -103,6 +108,21 @@ def test_granite_swa_has_sliding_layers_and_a_sink_per_head():
                                                   for t in cfg["layer_types"]]
     assert {layer.mixer.sinks for layer in a.layers} == {True}
     assert cfg["num_attention_heads"] * cfg["num_hidden_layers"] == 480
+
+
+def test_cohere2_moe_experts_have_no_norm_of_their_own():
+    """Cohere2MoeConfig(): 8 experts, 2 per token, in a parallel block: one input norm per layer."""
+    a = load_arch(str(_path("Cohere2MoeConfig")))
+    names = [t.name for t in a.layers[0].tensors()]
+    assert "post_attention_layernorm" not in names and "router" in names
+    assert (a.layers[0].mlp.num_experts, a.layers[0].mlp.num_experts_per_tok) == (8, 2)
+
+
+def test_exaone_moe_counts_its_shared_expert():
+    """ExaoneMoeConfig(): num_shared_experts 1 of moe_intermediate_size 1024 beside 64 routed."""
+    a = load_arch(str(_path("ExaoneMoeConfig")))
+    assert type(a.layers[0].mlp).__name__ == "DenseMLP"
+    assert a.layers[1].mlp.shared_expert_intermediate_size == 1024
 
 
 def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):

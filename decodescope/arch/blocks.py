@@ -343,11 +343,13 @@ class MoE:
     # fc1_latent_proj [latent, hidden] in and fc2_latent_proj [hidden, latent] out; the
     # router and the shared expert stay at hidden_size
     latent_size: int = 0
+    norm: bool = True  # False: a parallel block (Cohere), whose experts read the attention's input norm
     kernels = 8  # norm, router GEMM, top-k, expert GEMMs x2 + act, shared expert, combine
 
     def tensors(self) -> list[Tensor]:
         h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
-        ts = [_norm("post_attention_layernorm", h), Tensor("router", (e, h), "rep", linear=False)]
+        ts = [_norm("post_attention_layernorm", h)] if self.norm else []
+        ts.append(Tensor("router", (e, h), "rep", linear=False))
         if self.router_bias:
             ts.append(Tensor("router.bias", (e,), "rep", linear=False))
         x = self.latent_size or h  # the width the experts read and write

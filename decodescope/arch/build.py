@@ -18,7 +18,7 @@ QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatg
 # MLP's output (post_self_attn_layernorm, post_mlp_layernorm) besides the two pre-norms
 GLM4_SANDWICH = ("glm4", "glm4v", "glm4v_text", "glm46v")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
-QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "dots1")
+QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1")
 
 
 def text_fields(raw: RawConfig) -> Fields:
@@ -131,8 +131,8 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
     if mt == "gpt_oss":
         return moe(f, bias=True, router_bias=True)
     shared = f.get("shared_expert_intermediate_size", default=0)
-    if not shared and f.get("n_shared_experts"):
-        shared = f.get("n_shared_experts") * f.need("moe_intermediate_size")
+    if not shared and f.get("n_shared_experts", "num_shared_experts"):
+        shared = f.get("n_shared_experts", "num_shared_experts") * f.need("moe_intermediate_size")
     return moe(f, shared_expert_intermediate_size=shared,
                 shared_expert_gate=bool(shared) and mt.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")),
                 # DeepSeek-V3-style sigmoid routing keeps a per-expert correction bias

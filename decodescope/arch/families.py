@@ -3,7 +3,7 @@ Baichuan, Gemma 3 as released, EXAONE 4.0, LFM2, Kimi Linear) or whose blocks di
 the Llama layout (Cohere's parallel block, StarCoder2's plain MLP with biases, GLM-4.5 and
 MiMo next-n layers, MiMo-V2-Flash's two attention shapes, MiniMax-M3's sparse layers)."""
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (MLP_LAYER_KINDS, STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp,
@@ -50,7 +50,7 @@ def translate(f: Fields) -> Fields:
                        n_shared_experts=shared, shared_expert_intermediate_size=0)
     if mt.startswith("gemma3") and not mt.startswith("gemma3n"):  # Gemma 3n: its own fields
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
-    if mt == "exaone4":  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
+    if mt in ("exaone4", "exaone_moe"):  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
         return _exaone4_layer_types(f)
     if mt in ("mimo_v2_flash", "minimax_m3", "minimax_m3_vl"):  # moe_layer_freq: a 0 / 1 flag per layer
         freq = f.data.get("moe_layer_freq")
@@ -96,20 +96,21 @@ def _exaone4_layer_types(f: Fields) -> Fields:
 
 
 def build_cohere(f: Fields):
-    """Cohere Command-R / Aya (cohere) and Command R7B / A (cohere2): attention and MLP run
-    in parallel off one LayerNorm (weight only), so the MLP has no norm of its own."""
+    """Cohere Command-R / Aya (cohere), Command R7B / A (cohere2) and its MoE (cohere2_moe):
+    attention and MLP (or experts) run in parallel off one LayerNorm (weight only), so the MLP
+    has no norm of its own."""
     n, mt = f.need("num_hidden_layers"), f.str_("model_type")
     qk = bool(f.get("use_qk_norm", default=False))
     types = f.list_("layer_types", str)
-    if mt == "cohere2" and not types:  # every sliding_window_pattern-th layer is global
+    if mt.startswith("cohere2") and not types:  # every sliding_window_pattern-th layer is global
         p = f.get("sliding_window_pattern", default=4)
         types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
     layers = []
     for i in range(n):
         w = f.get("sliding_window") if types and types[i] == "sliding_attention" else None
         attn = attention(f, w, qk_norm=qk, qk_norm_full=True)
-        mlp = DenseMLP(f.need("hidden_size"), f.need("intermediate_size"), norm=False)
-        layers.append(Layer("sliding_attention" if w else "attention", attn, mlp))
+        mlp = decoder_mlp(f, i)  # experts where the config has them (cohere2_moe)
+        layers.append(Layer("sliding_attention" if w else "attention", attn, replace(mlp, norm=False)))
     return layers, [], ()
 
 

@@ -38,7 +38,7 @@ INT_RANGES = {
                     _COUNT),
     **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "zero_expert_num"),
                     (0, 1 << 16)),
-    **dict.fromkeys(("n_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
+    **dict.fromkeys(("n_shared_experts", "num_shared_experts", "moe_num_shared_experts", "first_k_dense_replace",
                      "moe_layer_start_index", "attn_layer_offset", "expert_layer_offset", "num_hash_layers",
                      "sparse_local_block", "sparse_init_block", "num_dense_layers", "num_shared_expert",
                      "num_kv_shared_layers"),

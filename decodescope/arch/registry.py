@@ -26,7 +26,7 @@ FAMILIES = {
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
                      # Qwen3-Omni: the thinker's language model (thinker_config.text_config) is Qwen3-MoE
                      "qwen3_omni_moe", "qwen3_omni_moe_text",
-                     "ministral3", "smollm3", "seed_oss", "exaone4", "dots1",
+                     "ministral3", "smollm3", "seed_oss", "exaone4", "exaone_moe", "dots1",
                      "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
                      "glm", "bailing_moe", "bailing_moe_v2", "olmo3",
                      # GLM-4-0414 / GLM-Z1; GLM-4.1V and GLM-4.6V-Flash (their language model)
@@ -38,7 +38,7 @@ FAMILIES = {
                     build_qwen_hybrid),
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
     **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3"), build_nextn_decoder),
-    **dict.fromkeys(("cohere", "cohere2"), build_cohere),
+    **dict.fromkeys(("cohere", "cohere2", "cohere2_moe"), build_cohere),
     "nemotron_h": build_nemotron_h,
     "starcoder2": build_starcoder2,
     "phimoe": build_phimoe,
