@@ -35,6 +35,7 @@ TRANSFORMERS_COUNTS = {
     # Command A's MoE (Cohere's parallel block: the experts share the attention's input norm)
     "ExaoneMoeConfig": 28_550_639_616,
     "Cohere2MoeConfig": 190_004_928_512,
+    "ArceeConfig": 4_022_766_080,  # Arcee AFM: Llama's layout with an ungated ReLU^2 MLP
 }
 
 
@@ -123,6 +124,13 @@ def test_exaone_moe_counts_its_shared_expert():
     a = load_arch(str(_path("ExaoneMoeConfig")))
     assert type(a.layers[0].mlp).__name__ == "DenseMLP"
     assert a.layers[1].mlp.shared_expert_intermediate_size == 1024
+
+
+def test_arcee_mlp_has_no_gate():
+    """modeling_arcee.py ArceeMLP: up_proj -> ReLU^2 -> down_proj; 2 x 2560 x 18432 per layer."""
+    a = load_arch(str(_path("ArceeConfig")))
+    mlp = {t.name: t.params for t in a.layers[0].tensors() if t.name in ("gate_proj", "up_proj", "down_proj")}
+    assert mlp == {"up_proj": 2560 * 18432, "down_proj": 18432 * 2560}
 
 
 def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):

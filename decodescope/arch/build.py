@@ -19,6 +19,9 @@ QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatg
 GLM4_SANDWICH = ("glm4", "glm4v", "glm4v_text", "glm46v")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
 QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1")
+# Llama layouts whose MLP is up_proj -> activation -> down_proj, no gate (Arcee AFM: ReLU^2,
+# transformers' modeling_arcee.py ArceeMLP)
+UNGATED_MLP = ("arcee",)
 
 
 def text_fields(raw: RawConfig) -> Fields:
@@ -125,7 +128,7 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
     if not _is_moe_layer(f, i):
         inter = f.get("intermediate_size_mlp") if mt.startswith("llama4") else None
         return DenseMLP(hidden, inter or f.need("intermediate_size", "the MLP"),
-                        bias=bool(f.get("mlp_bias", default=False)))
+                        bias=bool(f.get("mlp_bias", default=False)), gated=mt not in UNGATED_MLP)
     if mt.startswith("llama4"):  # one shared expert the size of a routed one
         return moe(f, shared_expert_intermediate_size=f.need("intermediate_size"))
     if mt == "gpt_oss":

@@ -20,7 +20,7 @@ from decodescope.errors import DecodescopeError
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
                      "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
-                     "olmo2", "olmoe", "granite", "granite_swa", "granitemoe_swa", "phi3", "internlm2", "baichuan", "chatglm",
+                     "olmo2", "olmoe", "granite", "granite_swa", "granitemoe_swa", "phi3", "arcee", "internlm2", "baichuan", "chatglm",
                      "ernie4_5", "ernie4_5_moe",
                      # Qwen3-VL: the language model under text_config is Qwen3 / Qwen3-MoE
                      "qwen3_vl", "qwen3_vl_text", "qwen3_vl_moe", "qwen3_vl_moe_text",
