@@ -37,6 +37,9 @@ TRANSFORMERS_COUNTS = {
     "Cohere2MoeConfig": 190_004_928_512,
     "ArceeConfig": 4_022_766_080,  # Arcee AFM: Llama's layout with an ungated ReLU^2 MLP
 }
+# MiniMax-M3's language model as transformers 5 writes it (minimax_m3_vl_text): on the class
+# defaults, and with M3's layout (3 dense full-attention layers, then sparse ones with experts)
+MINIMAX_M3_V5 = {"defaults": 447_186_441_216, "sparse-layers": 426_174_565_632}
 
 
 def _path(cls: str) -> Path:
@@ -131,6 +134,20 @@ def test_arcee_mlp_has_no_gate():
     a = load_arch(str(_path("ArceeConfig")))
     mlp = {t.name: t.params for t in a.layers[0].tensors() if t.name in ("gate_proj", "up_proj", "down_proj")}
     assert mlp == {"up_proj": 2560 * 18432, "down_proj": 18432 * 2560}
+
+
+@pytest.mark.parametrize("variant", MINIMAX_M3_V5)
+def test_minimax_m3_as_transformers_5_writes_it(variant):
+    """layer_types "minimax_m3_sparse" and flat index_* fields in place of
+    sparse_attention_config; one shared expert of shared_intermediate_size. The sparse layers
+    read 16 picked + 1 local blocks of 128 tokens (index_topk_blocks, index_local_blocks)."""
+    path = CONFIGS / f"transformers__MiniMaxM3VLTextConfig-{variant}.json"
+    cfg, a = json.loads(path.read_text()), load_arch(str(path))
+    assert a.params_total == MINIMAX_M3_V5[variant]
+    assert a.layers[-1].mlp.shared_expert_intermediate_size == 3072
+    sparse = [layer for layer in a.layers if layer.kind == "sparse_attention"]
+    assert len(sparse) == cfg["layer_types"].count("minimax_m3_sparse")
+    assert all(layer.mixer.topk_tokens == (16 + 1) * 128 for layer in sparse)
 
 
 def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):

@@ -9,6 +9,7 @@ from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (MLP_LAYER_KINDS, STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp,
                                     mlp_layer_types, moe, nextn_mtp, state_dtype)
 from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.layouts import exaone4_layer_types, mimo_v2_sliding, minimax_m3_from_v5, per_layer_flags
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -51,8 +52,10 @@ def translate(f: Fields) -> Fields:
     if mt.startswith("gemma3") and not mt.startswith("gemma3n"):  # Gemma 3n: its own fields
         return f.with_defaults(GEMMA3_TEXT_DEFAULTS)
     if mt in ("exaone4", "exaone_moe"):  # sliding_window_pattern: a string of L (local) / G (global), or every n-th global
-        return _exaone4_layer_types(f)
-    if mt in ("mimo_v2_flash", "minimax_m3", "minimax_m3_vl"):  # moe_layer_freq: a 0 / 1 flag per layer
+        return exaone4_layer_types(f)
+    if mt == "minimax_m3_vl_text":
+        f = minimax_m3_from_v5(f)
+    if mt in ("mimo_v2_flash", "minimax_m3", "minimax_m3_vl", "minimax_m3_vl_text"):  # moe_layer_freq: 0 / 1 per layer
         freq = f.data.get("moe_layer_freq")
         if isinstance(freq, list):
             data = {k: v for k, v in f.data.items() if k != "moe_layer_freq"}
@@ -74,25 +77,6 @@ def translate(f: Fields) -> Fields:
         return rename(f, {"attention_bias": "use_qkv_bias", "n_shared_experts": "num_shared_experts",
                           "use_routing_bias": "moe_router_enable_expert_bias"}, shared_expert_intermediate_size=shared)
     return f
-
-
-def _exaone4_layer_types(f: Fields) -> Fields:
-    """EXAONE 4.0's layer_types from sliding_window_pattern, as transformers' Exaone4Config
-    derives them: "LLLG" repeats over the layers, an int n makes every n-th layer global;
-    no sliding_window makes every layer global."""
-    n = f.need("num_hidden_layers")
-    pattern = f.data.get("sliding_window_pattern")
-    if f.data.get("layer_types") is not None or pattern is None:
-        return f
-    if not f.get("sliding_window"):
-        types = ["full_attention"] * n
-    elif isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"} and len(pattern) <= 64:
-        types = ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(n)]
-    else:
-        p = check_int(f.source, "sliding_window_pattern", pattern)
-        types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]
-    data = {k: v for k, v in f.data.items() if k != "sliding_window_pattern"}
-    return Fields({**data, "layer_types": types}, f.source)
 
 
 def build_cohere(f: Fields):
@@ -325,34 +309,13 @@ def build_granite_hybrid(f: Fields):
     return layers, [], ()
 
 
-def _per_layer_flags(f: Fields, key: str, n: int) -> list[int]:
-    flags = f.list_(key, int)
-    if flags is None or len(flags) != n or not set(flags) <= {0, 1}:
-        raise DecodescopeError(f"{f.source}: {key} must hold one 0 or 1 per layer ({n})", f"fix {key}")
-    return flags
-
-
-def _mimo_v2_sliding(f: Fields, n: int) -> tuple[list[int], bool]:
-    """The sliding-window flag per layer, and whether the config is transformers 5's: it writes
-    layer_types in place of hybrid_layer_pattern and no swa_* fields, its sliding layers having
-    twice the K/V heads and a sink per head (modeling_mimo_v2_flash.py: 'SWA layers double the
-    kv heads vs full-attention and have attention sinks')."""
-    types = f.list_("layer_types", str) if f.get("hybrid_layer_pattern") is None else None
-    if types is None:
-        return _per_layer_flags(f, "hybrid_layer_pattern", n), False
-    if len(types) != n or not set(types) <= {"full_attention", "sliding_attention"}:
-        raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or sliding_attention per layer ({n})",
-                               "fix layer_types")
-    return [int(t == "sliding_attention") for t in types], True
-
-
 def build_mimo_v2(f: Fields):
     """MiMo-V2-Flash: hybrid_layer_pattern picks sliding-window layers (1: swa_* head counts,
     sliding_window tokens, a learned sink per head) or full-attention layers (0); Q/K heads
     of head_dim, V heads of v_head_dim; moe_layer_freq picks the MoE layers (1) from the
     dense ones (0)."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    swa, v5 = _mimo_v2_sliding(f, n)
+    swa, v5 = mimo_v2_sliding(f, n)
     moe_at = set(f.list_("moe_layers", int) or ())
     full = attention(f, v_head_dim=f.get("v_head_dim", default=0),
                      sinks=bool(f.get("add_full_attention_sink_bias", default=False)))
@@ -379,7 +342,7 @@ def build_minimax_m3(f: Fields):
     if not isinstance(sparse, dict):
         raise DecodescopeError(f"{f.source}: sparse_attention_config is not a JSON object", "fix it")
     g = Fields(sparse, f.source)
-    on = _per_layer_flags(g, "sparse_attention_freq", n) if sparse.get("use_sparse_attention") else [0] * n
+    on = per_layer_flags(g, "sparse_attention_freq", n) if sparse.get("use_sparse_attention") else [0] * n
     dense_attn = attention(f, qk_norm=True)
     if any(on):
         block = g.need("sparse_block_size", "MiniMax sparse attention")

@@ -43,7 +43,7 @@ FAMILIES = {
     "starcoder2": build_starcoder2,
     "phimoe": build_phimoe,
     "minimax_m2": build_minimax_m2,
-    **dict.fromkeys(("minimax_m3", "minimax_m3_vl"), build_minimax_m3),
+    **dict.fromkeys(("minimax_m3", "minimax_m3_vl", "minimax_m3_vl_text"), build_minimax_m3),
     "nemotron-nas": build_nemotron_nas,
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
