@@ -36,6 +36,7 @@ TRANSFORMERS_COUNTS = {
     "ExaoneMoeConfig": 28_550_639_616,
     "Cohere2MoeConfig": 190_004_928_512,
     "ArceeConfig": 4_022_766_080,  # Arcee AFM: Llama's layout with an ungated ReLU^2 MLP
+    "HyperCLOVAXConfig": 6_738_677_760,  # HyperCLOVA X SEED: a norm after attention and after the MLP
 }
 # MiniMax-M3's language model as transformers 5 writes it (minimax_m3_vl_text): on the class
 # defaults, and with M3's layout (3 dense full-attention layers, then sparse ones with experts)
@@ -148,6 +149,25 @@ def test_minimax_m3_as_transformers_5_writes_it(variant):
     sparse = [layer for layer in a.layers if layer.kind == "sparse_attention"]
     assert len(sparse) == cfg["layer_types"].count("minimax_m3_sparse")
     assert all(layer.mixer.topk_tokens == (16 + 1) * 128 for layer in sparse)
+
+
+def test_hyperclovax_has_four_norms_per_layer():
+    """modeling_hyperclovax.py: post_norm1 after attention and post_norm2 after the MLP (use_post_norm),
+    beside Llama's two pre-norms; no q/k norms (with as many K/V heads as query heads on these
+    defaults, OLMo 2's q/k norms would have counted the same)."""
+    names = [t.name for t in load_arch(str(_path("HyperCLOVAXConfig"))).layers[0].tensors()]
+    assert {"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"} <= set(names)
+    assert not {"q_norm", "k_norm"} & set(names)
+
+
+def test_granite_moe_shared_counts_its_shared_mlp():
+    """GraniteMoeSharedConfig: routed experts plus a gated shared MLP of shared_intermediate_size
+    (0 on the defaults). transformers counts 37,039,116,288 on the defaults and 37,441,769,472
+    with 1024: the difference is 32 layers x 3 x 4096 x 1024 = 402,653,184."""
+    base = load_arch(str(_path("GraniteMoeSharedConfig"))).params_total
+    shared = load_arch(str(CONFIGS / "transformers__GraniteMoeSharedConfig-shared-1024.json")).params_total
+    assert (base, shared) == (37_039_116_288, 37_441_769_472)
+    assert shared - base == 32 * 3 * 4096 * 1024
 
 
 def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):

@@ -164,8 +164,10 @@ def build_decoder(f: Fields):
     h = f.need("hidden_size")
     # Gemma 2/3 wrap the MLP in two more norms (pre_ and post_feedforward_layernorm), GLM-4-0414
     # adds one after attention and one after the MLP
+    # HyperCLOVA X SEED: post_norm1 / post_norm2 after attention and the MLP where use_post_norm
     names = (("pre_feedforward_layernorm", "post_feedforward_layernorm") if mt.startswith(("gemma2", "gemma3"))
-             else ("post_self_attn_layernorm", "post_mlp_layernorm") if mt in GLM4_SANDWICH else ())
+             else ("post_self_attn_layernorm", "post_mlp_layernorm") if mt in GLM4_SANDWICH
+             else ("post_norm1", "post_norm2") if mt == "hyperclovax" and f.get("use_post_norm", default=True) else ())
     extra = tuple(Tensor(name, (h,), "rep", linear=False) for name in names)
     layers = []
     for i, t in enumerate(types):

@@ -41,6 +41,8 @@ def translate(f: Fields) -> Fields:
         return g
     if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
         return rename(f, {"attention_bias": "use_bias"})
+    if mt == "granitemoeshared":  # Granite MoE with a shared (gated) MLP of shared_intermediate_size
+        return rename(f, {"shared_expert_intermediate_size": "shared_intermediate_size"})
     if mt == "internlm2":  # one `bias` flag for wqkv and wo
         return rename(f, {"attention_bias": "bias"})
     if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT

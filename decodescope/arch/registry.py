@@ -27,7 +27,7 @@ FAMILIES = {
                      # Qwen3-Omni: the thinker's language model (thinker_config.text_config) is Qwen3-MoE
                      "qwen3_omni_moe", "qwen3_omni_moe_text",
                      "ministral3", "smollm3", "seed_oss", "exaone4", "exaone_moe", "dots1",
-                     "exaone", "internlm3", "dbrx", "granitemoe", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
+                     "exaone", "internlm3", "dbrx", "granitemoe", "granitemoeshared", "hyperclovax", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
                      "glm", "bailing_moe", "bailing_moe_v2", "olmo3",
                      # GLM-4-0414 / GLM-Z1; GLM-4.1V and GLM-4.6V-Flash (their language model)
                      "glm4", "glm4v", "glm4v_text", "glm46v"),
