@@ -37,6 +37,7 @@ TRANSFORMERS_COUNTS = {
     "Cohere2MoeConfig": 190_004_928_512,
     "ArceeConfig": 4_022_766_080,  # Arcee AFM: Llama's layout with an ungated ReLU^2 MLP
     "HyperCLOVAXConfig": 6_738_677_760,  # HyperCLOVA X SEED: a norm after attention and after the MLP
+    "Mamba2Config": 7_285_403_648,  # a pure Mamba2 model: one mixer per layer, no MLP, no attention
 }
 # MiniMax-M3's language model as transformers 5 writes it (minimax_m3_vl_text): on the class
 # defaults, and with M3's layout (3 dense full-attention layers, then sparse ones with experts)
@@ -158,6 +159,15 @@ def test_hyperclovax_has_four_norms_per_layer():
     names = [t.name for t in load_arch(str(_path("HyperCLOVAXConfig"))).layers[0].tensors()]
     assert {"input_layernorm", "post_attention_layernorm", "post_norm1", "post_norm2"} <= set(names)
     assert not {"q_norm", "k_norm"} & set(names)
+
+
+def test_a_mamba2_request_holds_a_fixed_state_per_layer():
+    """Mamba2Config(): 128 heads x 64 x state 128 in fp32 = 4,194,304 bytes of SSM state, plus
+    the conv window: (128 x 64 + 2 x 8 groups x 128) channels x (4 - 1) steps x 2 bytes = 61,440;
+    4,255,744 bytes per layer and request whatever the context."""
+    a = load_arch(str(_path("Mamba2Config")))
+    assert {layer.kind for layer in a.layers} == {"mamba"} and all(layer.mlp is None for layer in a.layers)
+    assert a.layers[0].mixer.state_bytes(1) == 128 * 64 * 128 * 4 + (128 * 64 + 2 * 8 * 128) * 3 * 2 == 4_255_744
 
 
 def test_granite_moe_shared_counts_its_shared_mlp():

@@ -164,6 +164,19 @@ def _kimi_delta_layers(f: Fields, n: int):
     return set(g.list_("full_attn_layers", int) or ()), kda
 
 
+def build_mamba2(f: Fields):
+    """Mamba2 (Codestral Mamba): every layer one Mamba2 mixer (its own norm), no MLP and no
+    attention, so a request holds a fixed-size state whatever its context
+    (transformers' Mamba2Mixer: in_proj, conv1d, dt_bias, A_log, D, a gated norm, out_proj)."""
+    h = f.need("hidden_size")
+    heads = f.need("num_heads", "Mamba2")
+    head_dim = f.get("head_dim", default=0) or f.get("expand", default=2) * h // heads
+    mamba = Mamba2(h, heads, head_dim, f.need("n_groups", "Mamba2"), f.need("state_size", "Mamba2"),
+                   f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
+                   bool(f.get("use_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    return [Layer("mamba", mamba, None)] * f.need("num_hidden_layers"), [], ()
+
+
 def build_kimi_linear(f: Fields):
     """Kimi Linear: linear_attn_config lists, 1-based, the Kimi Delta Attention layers
     (kda_layers) and the MLA layers (full_attn_layers); DeepSeek-style MoE after the
