@@ -38,6 +38,7 @@ TRANSFORMERS_COUNTS = {
     "ArceeConfig": 4_022_766_080,  # Arcee AFM: Llama's layout with an ungated ReLU^2 MLP
     "HyperCLOVAXConfig": 6_738_677_760,  # HyperCLOVA X SEED: a norm after attention and after the MLP
     "Mamba2Config": 7_285_403_648,  # a pure Mamba2 model: one mixer per layer, no MLP, no attention
+    "MambaConfig": 159_308_544,  # the original Mamba (v1): no dt / B / C norms (Jamba's have them)
 }
 # MiniMax-M3's language model as transformers 5 writes it (minimax_m3_vl_text): on the class
 # defaults, and with M3's layout (3 dense full-attention layers, then sparse ones with experts)
@@ -168,6 +169,19 @@ def test_a_mamba2_request_holds_a_fixed_state_per_layer():
     a = load_arch(str(_path("Mamba2Config")))
     assert {layer.kind for layer in a.layers} == {"mamba"} and all(layer.mlp is None for layer in a.layers)
     assert a.layers[0].mixer.state_bytes(1) == 128 * 64 * 128 * 4 + (128 * 64 + 2 * 8 * 128) * 3 * 2 == 4_255_744
+
+
+def test_falcon_mamba_7b_counts_as_published():
+    """tiiuae/falcon-mamba-7b's config.json: 7,272,665,088 parameters in transformers' model (the
+    hub page's "7.27B"); by hand per layer: in_proj 2 x 8192 x 4096, conv 8192 x 4 + 8192,
+    x_proj (256 + 2 x 16) x 8192, dt_proj 8192 x 256 + 8192, A_log 8192 x 16, D 8192,
+    out_proj 4096 x 8192, norm 4096; two untied 65,024 x 4096 tables and the final norm. A request
+    holds 8192 x 16 x 4 B of state + 8192 x 3 x 2 B of conv window = 573,440 B per layer."""
+    a = load_arch(str(CONFIGS / "tiiuae__falcon-mamba-7b.json"))
+    layer = (2 * 8192 * 4096 + 8192 * 4 + 8192 + (256 + 32) * 8192 + 8192 * 256 + 8192 + 8192 * 16 + 8192
+             + 4096 * 8192 + 4096)
+    assert a.params_total == 64 * layer + 2 * 65024 * 4096 + 4096 == 7_272_665_088
+    assert a.layers[0].mixer.state_bytes(1) == 8192 * 16 * 4 + 8192 * 3 * 2 == 573_440
 
 
 def test_granite_moe_shared_counts_its_shared_mlp():

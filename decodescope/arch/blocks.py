@@ -287,8 +287,10 @@ class Mamba1(Mamba2):
     """Jamba's Mamba (v1) mixer. Its state is Mamba2's with one channel per head and no
     B/C groups: [inner, ssm_state_size] + a conv window over inner (inner = expand * hidden),
     so it is built as Mamba2(mamba_num_heads=inner, mamba_head_dim=1, n_groups=0); TP splits
-    the inner channels."""
+    the inner channels. The original Mamba (and Falcon-Mamba, whose dt / B / C norms carry no
+    weights) has no dt_layernorm / b_layernorm / c_layernorm: dt_bc_norms False."""
     dt_rank: int = 0
+    dt_bc_norms: bool = True  # Jamba's learned norms of dt, B and C
 
     def tensors(self) -> list[Tensor]:
         h, inner, n, r = self.hidden_size, self.intermediate, self.ssm_state_size, self.dt_rank
@@ -299,9 +301,10 @@ class Mamba1(Mamba2):
             ts.append(Tensor("conv1d.bias", (inner,), "col", linear=False))
         ts += [Tensor("x_proj", (r + 2 * n, inner), "row"),  # dt, B, C from x
                Tensor("dt_proj", (inner, r), "col"), Tensor("dt_proj.bias", (inner,), "col", linear=False),
-               Tensor("A_log", (inner, n), "col", linear=False), Tensor("D", (inner,), "col", linear=False),
-               Tensor("dt_layernorm", (r,), "rep", linear=False),  # Jamba normalises dt, B and C
-               Tensor("b_layernorm", (n,), "rep", linear=False), Tensor("c_layernorm", (n,), "rep", linear=False)]
+               Tensor("A_log", (inner, n), "col", linear=False), Tensor("D", (inner,), "col", linear=False)]
+        if self.dt_bc_norms:  # Jamba normalises dt, B and C
+            ts += [Tensor("dt_layernorm", (r,), "rep", linear=False), Tensor("b_layernorm", (n,), "rep", linear=False),
+                   Tensor("c_layernorm", (n,), "rep", linear=False)]
         ts += _linear("out_proj", h, inner, "row", self.mamba_proj_bias)
         return ts
 

@@ -20,7 +20,7 @@ INT_RANGES = {
                      "swa_head_dim", "swa_v_head_dim", "o_lora_rank", "dense_intermediate_size", "sparse_block_size",
                      "sparse_index_dim", "share_expert_dim", "expert_ffn_hidden_size", "laurel_rank",
                      "mamba_d_head", "mamba_d_state", "mamba_d_ssm", "mamba_dt_rank", "index_head_dim",
-                     "moe_num_shared_experts_size", "shared_intermediate_size"), _SIZE),
+                     "moe_num_shared_experts_size", "shared_intermediate_size", "time_step_rank", "state_size"), _SIZE),
     **dict.fromkeys(("vocab_size", "padded_vocab_size"), (1, 1 << 23)),
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),

@@ -4,7 +4,7 @@ convolutions between attention layers) and Kimi Linear (Kimi Delta Attention wit
 
 from dataclasses import replace
 
-from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba2, MoE, Tensor
+from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
@@ -174,6 +174,20 @@ def build_mamba2(f: Fields):
     mamba = Mamba2(h, heads, head_dim, f.need("n_groups", "Mamba2"), f.need("state_size", "Mamba2"),
                    f.need("conv_kernel", "Mamba2"), bool(f.get("use_conv_bias", default=True)),
                    bool(f.get("use_bias", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
+    return [Layer("mamba", mamba, None)] * f.need("num_hidden_layers"), [], ()
+
+
+def build_mamba1(f: Fields):
+    """Mamba (v1) and Falcon-Mamba: every layer one Mamba mixer (in_proj, conv1d, x_proj,
+    dt_proj, A_log, D, out_proj) and nothing else; inner = intermediate_size (expand x hidden),
+    dt rank time_step_rank ("auto": hidden / 16 rounded up)."""
+    h = f.need("hidden_size")
+    inner = f.get("intermediate_size", default=0) or f.get("expand", default=2) * h
+    rank = f.data.get("time_step_rank")
+    rank = -(-h // 16) if rank in (None, "auto") else check_int(f.source, "time_step_rank", rank)
+    mamba = Mamba1(h, inner, 1, 0, f.need("state_size", "Mamba"), f.need("conv_kernel", "Mamba"),
+                   bool(f.get("use_conv_bias", default=True)), bool(f.get("use_bias", default=False)),
+                   STATE_DTYPE_BYTES[state_dtype(f)], dt_rank=rank, dt_bc_norms=False)
     return [Layer("mamba", mamba, None)] * f.need("num_hidden_layers"), [], ()
 
 

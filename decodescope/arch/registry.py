@@ -14,8 +14,8 @@ from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
-from decodescope.arch.hybrids import (build_falcon_h1, build_kimi_linear, build_lfm2, build_mamba2, build_nemotron_h,
-                                      build_step3p5)
+from decodescope.arch.hybrids import (build_falcon_h1, build_kimi_linear, build_lfm2, build_mamba1, build_mamba2,
+                                      build_nemotron_h, build_step3p5)
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -53,6 +53,7 @@ FAMILIES = {
     "lfm2": build_lfm2,
     "kimi_linear": build_kimi_linear,
     "mamba2": build_mamba2,
+    **dict.fromkeys(("mamba", "falcon_mamba"), build_mamba1),
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
     "laguna": build_laguna,
