@@ -184,6 +184,16 @@ def test_falcon_mamba_7b_counts_as_published():
     assert a.layers[0].mixer.state_bytes(1) == 8192 * 16 * 4 + 8192 * 3 * 2 == 573_440
 
 
+@pytest.mark.parametrize("variant,count,attention", [("defaults", 9_992_765_440, []),
+                                                     ("attention-9-18-27", 9_808_584_064, [9, 18, 27])])
+def test_bamba_places_attention_at_attn_layer_indices(variant, count, attention):
+    """BambaConfig (IBM Bamba): Granite 4.0-H's Mamba2 / attention layout with a dense MLP in every
+    layer, attention at attn_layer_indices (none on the defaults); counts are transformers'."""
+    a = load_arch(str(CONFIGS / f"transformers__BambaConfig-{variant}.json"))
+    assert a.params_total == count
+    assert [i for i, layer in enumerate(a.layers) if layer.kind == "attention"] == attention
+
+
 def test_granite_moe_shared_counts_its_shared_mlp():
     """GraniteMoeSharedConfig: routed experts plus a gated shared MLP of shared_intermediate_size
     (0 on the defaults). transformers counts 37,039,116,288 on the defaults and 37,441,769,472

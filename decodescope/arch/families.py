@@ -9,7 +9,8 @@ from decodescope.arch.blocks import DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import (MLP_LAYER_KINDS, STATE_DTYPE_BYTES, attention, build_decoder, decoder_mlp,
                                     mlp_layer_types, moe, nextn_mtp, state_dtype)
 from decodescope.arch.fields import Fields, check_int
-from decodescope.arch.layouts import exaone4_layer_types, mimo_v2_sliding, minimax_m3_from_v5, per_layer_flags
+from decodescope.arch.layouts import (bamba_layer_types, exaone4_layer_types, mimo_v2_sliding, minimax_m3_from_v5,
+                                      per_layer_flags)
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -41,6 +42,8 @@ def translate(f: Fields) -> Fields:
         return g
     if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
         return rename(f, {"attention_bias": "use_bias"})
+    if mt == "bamba":  # IBM Bamba: Granite 4.0-H's layout, attention at attn_layer_indices, Mamba2 elsewhere
+        return bamba_layer_types(f)
     if mt == "granitemoeshared":  # Granite MoE with a shared (gated) MLP of shared_intermediate_size
         return rename(f, {"shared_expert_intermediate_size": "shared_intermediate_size"})
     if mt == "internlm2":  # one `bias` flag for wqkv and wo

@@ -59,3 +59,14 @@ def mimo_v2_sliding(f: Fields, n: int) -> tuple[list[int], bool]:
         raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or sliding_attention per layer ({n})",
                                "fix layer_types")
     return [int(t == "sliding_attention") for t in types], True
+
+
+def bamba_layer_types(f: Fields) -> Fields:
+    """Bamba's layer_types from attn_layer_indices (transformers' BambaConfig: attention at
+    those indices, Mamba2 elsewhere), for Granite 4.0-H's builder."""
+    if f.data.get("layer_types") is not None:
+        return f
+    n, at = f.need("num_hidden_layers"), f.list_("attn_layer_indices", int) or []
+    if not all(0 <= i < n for i in at):
+        raise DecodescopeError(f"{f.source}: attn_layer_indices must name layers 0 to {n - 1}", "fix attn_layer_indices")
+    return Fields({**f.data, "layer_types": ["attention" if i in at else "mamba" for i in range(n)]}, f.source)

@@ -48,7 +48,7 @@ FAMILIES = {
     "nemotron-nas": build_nemotron_nas,
     **dict.fromkeys(("gemma4", "gemma4_text"), build_gemma4),
     "jamba": build_jamba,
-    "granitemoehybrid": build_granite_hybrid,
+    **dict.fromkeys(("granitemoehybrid", "bamba"), build_granite_hybrid),
     "falcon_h1": build_falcon_h1,
     "lfm2": build_lfm2,
     "kimi_linear": build_kimi_linear,
