@@ -6,6 +6,7 @@ from decodescope.arch.arch import MTPModule
 from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Layer, MoE, Tensor
 from decodescope.arch.config import RawConfig
 from decodescope.arch.fields import Fields
+from decodescope.arch.layouts import per_layer_words
 from decodescope.errors import DecodescopeError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -115,11 +116,7 @@ def _is_moe_layer(f: Fields, i: int) -> bool:
 
 def mlp_layer_types(f: Fields) -> list[str]:
     """mlp_layer_types, one known word per layer (MLP_LAYER_KINDS)."""
-    kinds, n = f.list_("mlp_layer_types", str), f.need("num_hidden_layers")
-    if kinds is None or len(kinds) != n or not set(kinds) <= set(MLP_LAYER_KINDS):
-        raise DecodescopeError(f"{f.source}: mlp_layer_types must hold one of {', '.join(MLP_LAYER_KINDS)} per layer ({n})",
-                               "fix mlp_layer_types")
-    return kinds
+    return per_layer_words(f, "mlp_layer_types", f.need("num_hidden_layers"), MLP_LAYER_KINDS)
 
 
 def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:

@@ -5,6 +5,7 @@ hash-routed first layers, and hyper-connections (hc_mult copies of the residual 
 from decodescope.arch.blocks import Layer, Tensor
 from decodescope.arch.build import moe, nextn_mtp
 from decodescope.arch.fields import Fields
+from decodescope.arch.layouts import per_layer_words
 from decodescope.errors import DecodescopeError
 
 
@@ -36,11 +37,9 @@ def _layout(f: Fields, n: int) -> tuple[list[int], int]:
     5's layer_types (named by compress_rates; sliding_attention: 0) and mlp_layer_types
     ("hash_moe" / "moe")."""
     if f.get("compress_ratios") is None and f.get("layer_types") is not None:
-        rates, types = {"sliding_attention": 0, **(f.get("compress_rates") or {})}, f.list_("layer_types", str)
-        kinds = f.list_("mlp_layer_types", str) or ["moe"] * n
-        if len(types) != n or not set(types) <= set(rates) or len(kinds) != n or not set(kinds) <= {"hash_moe", "moe"}:
-            raise DecodescopeError(f"{f.source}: layer_types / mlp_layer_types must name one of {', '.join(rates)} / "
-                                   f"hash_moe, moe per layer ({n})", "fix layer_types, compress_rates or mlp_layer_types")
+        rates = {"sliding_attention": 0, **(f.get("compress_rates") or {})}
+        types = per_layer_words(f, "layer_types", n, rates)
+        kinds = per_layer_words(f, "mlp_layer_types", n, ("hash_moe", "moe")) if f.get("mlp_layer_types") else []
         return [rates[t] for t in types], kinds.count("hash_moe")
     ratios = f.list_("compress_ratios", int) or []
     if len(ratios) < n:

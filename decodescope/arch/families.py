@@ -10,7 +10,7 @@ from decodescope.arch.build import (MLP_LAYER_KINDS, STATE_DTYPE_BYTES, attentio
                                     mlp_layer_types, moe, nextn_mtp, state_dtype)
 from decodescope.arch.fields import Fields, check_int
 from decodescope.arch.layouts import (bamba_layer_types, exaone4_layer_types, mimo_v2_sliding, minimax_m3_from_v5,
-                                      per_layer_flags)
+                                      per_layer_flags, per_layer_words)
 from decodescope.errors import DecodescopeError
 
 # Gemma3TextConfig's defaults (transformers models/gemma3/configuration_gemma3.py): the
@@ -294,10 +294,7 @@ def build_granite_hybrid(f: Fields):
     layer routed experts (intermediate_size each) plus a shared MLP (shared_intermediate_size).
     Mamba defaults are GraniteMoeHybridConfig's (128 heads, 1 group, state 256, head "auto")."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    types = f.list_("layer_types", str)
-    if not types or len(types) != n or not set(types) <= set(GRANITE_HYBRID_KINDS):
-        raise DecodescopeError(f"{f.source}: granitemoehybrid needs layer_types, one per layer",
-                               f"one of {', '.join(GRANITE_HYBRID_KINDS)} per layer")
+    types = per_layer_words(f, "layer_types", n, GRANITE_HYBRID_KINDS)
     heads = f.get("mamba_n_heads", default=128)
     d_head = f.data.get("mamba_d_head")
     d_head = f.get("mamba_expand", default=2) * h // heads if d_head in (None, "auto") else f.get("mamba_d_head")

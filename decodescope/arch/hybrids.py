@@ -7,6 +7,7 @@ from dataclasses import replace
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.layouts import per_layer_words
 from decodescope.errors import DecodescopeError
 
 
@@ -147,10 +148,7 @@ def _kimi_delta_layers(f: Fields, n: int):
     from decodescope.arch.mixers import KimiDeltaAttention
     h, lin = f.need("hidden_size"), f.get("linear_attn_config")
     if lin is None and f.get("layer_types") is not None:
-        types = f.list_("layer_types", str)
-        if len(types) != n or not set(types) <= {"full_attention", "linear_attention"}:
-            raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or linear_attention per layer ({n})",
-                                   "fix layer_types")
+        types = per_layer_words(f, "layer_types", n, ("full_attention", "linear_attention"))
         kda = KimiDeltaAttention(h, f.need("linear_num_heads", "Kimi Delta Attention"),
                                  f.need("linear_head_dim", "Kimi Delta Attention"),
                                  f.need("linear_conv_kernel_dim", "Kimi Delta Attention"), False)

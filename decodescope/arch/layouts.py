@@ -5,6 +5,14 @@ from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
 
+def per_layer_words(f: Fields, key: str, n: int, known) -> list[str]:
+    """`key`: one of the `known` words per layer, n layers (the lists transformers 5 writes)."""
+    words = f.list_(key, str)
+    if words is None or len(words) != n or not set(words) <= set(known):
+        raise DecodescopeError(f"{f.source}: {key} must hold one of {', '.join(known)} per layer ({n})", f"fix {key}")
+    return words
+
+
 def minimax_m3_from_v5(f: Fields) -> Fields:
     """MiniMax-M3 as transformers 5 writes it (minimax_m3_vl_text): sparse layers named in
     layer_types ("minimax_m3_sparse") with flat index_* fields, one shared expert of
@@ -52,12 +60,9 @@ def mimo_v2_sliding(f: Fields, n: int) -> tuple[list[int], bool]:
     layer_types in place of hybrid_layer_pattern and no swa_* fields, its sliding layers having
     twice the K/V heads and a sink per head (modeling_mimo_v2_flash.py: 'SWA layers double the
     kv heads vs full-attention and have attention sinks')."""
-    types = f.list_("layer_types", str) if f.get("hybrid_layer_pattern") is None else None
-    if types is None:
+    if f.get("hybrid_layer_pattern") is not None or f.get("layer_types") is None:
         return per_layer_flags(f, "hybrid_layer_pattern", n), False
-    if len(types) != n or not set(types) <= {"full_attention", "sliding_attention"}:
-        raise DecodescopeError(f"{f.source}: layer_types must hold full_attention or sliding_attention per layer ({n})",
-                               "fix layer_types")
+    types = per_layer_words(f, "layer_types", n, ("full_attention", "sliding_attention"))
     return [int(t == "sliding_attention") for t in types], True
 
 
