@@ -105,7 +105,7 @@ class ReadStamps(selectors.DefaultSelector):
 def _wait_for_stamps(deadline_s: float) -> None:
     """Until a TCP read over loopback comes back stamped, or deadline_s (s) passes.
     The deferred work that turns stamps on may not have run by the time the first stream
-    connects (a loaded 2-core CI machine: one header read in 64 went unstamped), and a
+    connects (the project's CI: one of 8 fresh loops had one read unstamped), and a
     segment that came in before it ran carries no stamp: wait for it here, once per loop
     (~0.7 ms when already on, ~1.8 ms when it had to wait one retry)."""
     end = time.monotonic() + deadline_s
