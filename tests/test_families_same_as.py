@@ -25,6 +25,9 @@ TRANSFORMERS_COUNTS = {
     "SarvamMoEConfig": ("sarvam_moe", 32_152_648_064),
     "FlexOlmoConfig": ("flex_olmo", 33_270_665_216),
     "Gemma4UnifiedTextConfig": ("gemma4_unified_text", 3_010_758_400),
+    # MinistralConfig() leaves head_dim None, on which transformers' attention fails: head_dim 128
+    # (hidden 4096 / 32 heads, Ministral-8B's) set, as SOURCES.md says
+    "MinistralConfig": ("ministral", 7_241_732_096),
 }
 
 
@@ -75,3 +78,11 @@ def test_a_tied_head_by_class_default_where_the_config_leaves_the_key_out(tmp_pa
     b = load_arch(str(p))
     assert b.tie_word_embeddings and b.params_total == a.params_total == 2_614_222_080
     assert a.params_total + 256_000 * 2_304 == load_arch(str(_untied(cfg, tmp_path))).params_total
+
+
+def test_ministral_windows_every_layer_as_its_config_class():
+    """MinistralConfig's layer_types: "sliding_attention" on every layer where sliding_window
+    is set (4096 tokens on the defaults), as Mistral's own configs read."""
+    a, cfg = _load("MinistralConfig")
+    assert set(cfg["layer_types"]) == {"sliding_attention"}
+    assert {layer.mixer.sliding_window for layer in a.layers} == {4096}

@@ -3,11 +3,13 @@ gptSessionBenchmark measured its v0.6.1 performance tables."""
 
 import csv
 import shutil
+from pathlib import Path
 
 import pytest
 
 from decodescope.arch import load_arch
 from decodescope.model import make_deployment, predict
+from decodescope.model.ops import unique_layers
 from decodescope.model.predict import ceiling_rates
 from decodescope.model.prefill import end_to_end, prefill_ops
 from decodescope.validate.rows import DATA, Compare, load_cases
@@ -110,3 +112,16 @@ def test_end_to_end_rows_need_whole_lengths(tmp_path):
     assert "input_len" in why["TRTPERF-01"] and "about 128" in why["TRTPERF-01"]
     assert "sometimes" in why["TRTPERF-02"]
     assert "TRTPERF-03" in {c.id for c in cases}
+
+
+@pytest.mark.parametrize("config", ["deepseek-ai__DeepSeek-V4-Flash.json", "dots-studio__dots3-note-prev.trimmed.json"])
+def test_pooled_and_windowed_attention_layers_are_timed_in_prefill(config):
+    """DeepSeek-V4's compressed attention and dots3's sliding-window MLA keep a cache that is
+    not one row per token (PooledKV); their prompts' attention is work all the same: one
+    "prefill attention" op per distinct attention layer, none left out."""
+    arch = load_arch(str(Path(__file__).parent / "data" / "configs" / config))
+    d = make_deployment(arch, "h200", tp=8, batch=1, context=0)
+    ops = prefill_ops(arch, d, ceiling_rates(d), 4096)
+    attention_ops = [op for op in ops if op.name == "prefill attention"]
+    assert len(attention_ops) == len(unique_layers(arch.layers))
+    assert all(op.time_s > 0 for op in attention_ops)

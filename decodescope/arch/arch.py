@@ -41,6 +41,7 @@ class Arch:
     # per-layer embeddings): counted and held where the embedding is, never streamed
     input_tables: tuple[Tensor, ...] = ()
     notes: tuple[str, ...] = ()  # family facts the config does not state, that were assumed
+    final_norm_weights: bool = True  # False: a final norm without weights (OLMo v1, nanochat)
 
     def __post_init__(self):
         # the layer sums are read several times a run (table, JSON): summed once here, over the
@@ -59,7 +60,7 @@ class Arch:
 
     @property
     def final_norm(self) -> Tensor:
-        return _final_norm(self.hidden_size)
+        return _final_norm(self.hidden_size if self.final_norm_weights else 0)
 
     def layer_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -15,11 +15,12 @@ STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss", "glm4v", "glm4v_text", "glm46v")
 # families whose attention_bias covers q, k and v but not o_proj
 QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
-# GLM-4-0414 and GLM-4.1V / 4.6V-Flash's language model: a norm on the attention's and on the
-# MLP's output (post_self_attn_layernorm, post_mlp_layernorm) besides the two pre-norms
-GLM4_SANDWICH = ("glm4", "glm4v", "glm4v_text", "glm46v")
+# GLM-4-0414 and GLM-4.1V / 4.6V-Flash's language model, Aleph Alpha's Kolibri-1: a norm on the
+# attention's and on the MLP's output (post_self_attn_layernorm, post_mlp_layernorm) besides the
+# two pre-norms
+POST_NORMS = ("glm4", "glm4v", "glm4v_text", "glm46v", "kolibri1")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
-QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1")
+QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1", "flint", "kolibri1")
 # Llama layouts whose MLP is up_proj -> activation -> down_proj, no gate (Arcee AFM: ReLU^2,
 # transformers' modeling_arcee.py ArceeMLP)
 UNGATED_MLP = ("arcee",)
@@ -58,6 +59,12 @@ def attention(f: Fields, window: int | None = None, **kw) -> Attention:
     return Attention(hidden_size=hidden, num_attention_heads=heads, sliding_window=window or None, **kw)
 
 
+# layer i of n attends in full (else in a window) where a config names no layer_types:
+# FlintConfig (RecursiveSI/flint) and Kolibri1Config's __post_init__ in transformers 5.24
+DEFAULT_FULL_LAYERS = {"flint": lambda i, n: i < 2 or i % 4 == 1 or i == n - 1,
+                       "kolibri1": lambda i, n: (i + 1) % 5 == 0}
+
+
 def _layer_types(f: Fields, n: int) -> list[str]:
     """Per-layer attention kind: "full_attention" or "sliding_attention"."""
     types = f.list_("layer_types", str)
@@ -68,6 +75,8 @@ def _layer_types(f: Fields, n: int) -> list[str]:
         return list(types)
     mt = f.str_("model_type")
     window = f.get("sliding_window")
+    if mt in DEFAULT_FULL_LAYERS:  # their config classes' default layer_types
+        return ["full_attention" if DEFAULT_FULL_LAYERS[mt](i, n) else "sliding_attention" for i in range(n)]
     if mt == "gemma2":  # even layers local, odd global
         return ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
     if mt.startswith("gemma3"):  # sliding_window_pattern-1 local layers, then one global
@@ -148,7 +157,7 @@ def _num_layers(f: Fields) -> int:
 
 # a learned sink logit per head in every layer (gpt-oss; Granite's sliding-window variants,
 # transformers' modeling_granite_swa.py: 'self.sinks = nn.Parameter(torch.zeros(config.num_attention_heads))')
-SINK_FAMILIES = ("gpt_oss", "granite_swa", "granitemoe_swa")
+SINK_FAMILIES = ("gpt_oss", "granite_swa", "granitemoe_swa", "flint")
 
 
 def build_decoder(f: Fields):
@@ -163,7 +172,7 @@ def build_decoder(f: Fields):
     # adds one after attention and one after the MLP
     # HyperCLOVA X SEED: post_norm1 / post_norm2 after attention and the MLP where use_post_norm
     names = (("pre_feedforward_layernorm", "post_feedforward_layernorm") if mt.startswith(("gemma2", "gemma3"))
-             else ("post_self_attn_layernorm", "post_mlp_layernorm") if mt in GLM4_SANDWICH
+             else ("post_self_attn_layernorm", "post_mlp_layernorm") if mt in POST_NORMS
              else ("post_norm1", "post_norm2") if mt == "hyperclovax" and f.get("use_post_norm", default=True) else ())
     extra = tuple(Tensor(name, (h,), "rep", linear=False) for name in names)
     layers = []
@@ -200,7 +209,10 @@ def build_deepseek(f: Fields):
               index_n_heads=f.need("index_n_heads", "the sparse-attention indexer") if topk else 0,
               index_head_dim=f.need("index_head_dim", "the sparse-attention indexer") if topk else 0,
               index_topk=topk)
-    layers = [Layer("mla", mla, decoder_mlp(f, i)) for i in range(n)]
+    # A.X-K1 (SK Telecom): DeepSeek-V3 with a norm on each MoE block's output (post_mlp_layernorm)
+    post = (Tensor("post_mlp_layernorm", (hidden,), "rep", linear=False),) if f.str_("model_type") == "axk1" else ()
+    layers = [Layer("mla", mla, mlp, post if isinstance(mlp, MoE) else ())
+              for mlp in (decoder_mlp(f, i) for i in range(n))]
     notes = (f"sparse attention: each token attends to the top {topk} cached tokens its indexer picks",
              ) if topk else ()
     return layers, nextn_mtp(f, Layer("mla", mla, decoder_mlp(f, n))), notes
@@ -225,9 +237,16 @@ def _gdn(f: Fields) -> GatedDeltaNet:
 
 
 def build_qwen_hybrid(f: Fields):
-    """Qwen3-Next, Qwen3.5 / 3.6 dense and MoE: Gated DeltaNet + gated full attention."""
+    """Qwen3-Next, Qwen3.5 / 3.6 dense and MoE: Gated DeltaNet + gated full attention.
+    Lara-4-Mini (lara_mini): the same Gated DeltaNet and MoE, its attention ungated (Qwen3's) and
+    some of it in a window (layer_types "sliding_attention")."""
     n, hidden = _num_layers(f), f.need("hidden_size")
-    types = f.list_("layer_types", str)
+    gate = f.str_("model_type") != "lara_mini"
+    types = per_layer_words(f, "layer_types", n, ("linear_attention", "full_attention", "sliding_attention")) \
+        if f.get("layer_types") is not None else None
+    if not types and not gate:  # LaraMiniConfig's default: the released pattern, period 5
+        pattern = ("linear_attention", "sliding_attention", "linear_attention", "full_attention", "sliding_attention")
+        types = [pattern[i % 5] for i in range(n)]
     if not types:  # released Qwen3-Next configs: layer i is full attention when (i+1) % interval == 0
         interval = f.need("full_attention_interval", "the linear/full attention pattern")
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
@@ -235,8 +254,12 @@ def build_qwen_hybrid(f: Fields):
     for i, t in enumerate(types):
         if t == "linear_attention":
             layers.append(Layer("linear_attention", _gdn(f), decoder_mlp(f, i)))
+        elif t == "sliding_attention":
+            window = f.need("sliding_window", "the sliding-window layers")
+            layers.append(Layer("sliding_attention", attention(f, window, attn_output_gate=gate, qk_norm=True),
+                                decoder_mlp(f, i)))
         else:
-            layers.append(Layer("attention", attention(f, attn_output_gate=True, qk_norm=True), decoder_mlp(f, i)))
+            layers.append(Layer("attention", attention(f, attn_output_gate=gate, qk_norm=True), decoder_mlp(f, i)))
     n_mtp, notes = f.get("mtp_num_hidden_layers"), ()
     if n_mtp is None and f.get("model_type") == "qwen3_next":
         n_mtp = 1

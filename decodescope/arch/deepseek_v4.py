@@ -9,15 +9,21 @@ from decodescope.arch.layouts import per_layer_words
 from decodescope.errors import DecodescopeError
 
 
-def _hyper_connections(f: Fields) -> tuple[Tensor, ...]:
-    # one mixing map per sub-layer (attention, MoE): fn [(2 + hc) x hc, hc x hidden], its
-    # base [(2 + hc) x hc] and 3 scales; they mix the hc residual copies, not the matmuls
+def hyper_connections(f: Fields, parts: tuple[str, str] = ("hc_attn_", "hc_ffn_"),
+                      comb: bool = True) -> tuple[Tensor, ...]:
+    """The mixing maps of the hc_mult residual copies, one per sub-layer (attention, MLP; `parts`
+    prefix their names): fn [mixes, hc x hidden] reads the flattened copies and gives hc "pre"
+    weights (the sub-layer's input from the copies), hc "post" weights (its output back into
+    them) and, with `comb` (DeepSeek-V4), an hc x hc mix of the copies themselves; base biases
+    the mixes, one scale per group. Hy v4 drops the comb (HYV4HyperConnection: fn [2 x hc, ...],
+    2 scales). They mix the copies, not the matmuls."""
     hc, h = f.get("hc_mult", default=4), f.need("hidden_size")
-    mix = (2 + hc) * hc
-    return tuple(t for part in ("hc_attn", "hc_ffn")
-                 for t in (Tensor(f"{part}_fn", (mix, hc * h), "rep", linear=False),
-                           Tensor(f"{part}_base", (mix,), "rep", linear=False),
-                           Tensor(f"{part}_scale", (3,), "rep", linear=False)))
+    groups = 3 if comb else 2
+    mix = (2 + hc) * hc if comb else 2 * hc
+    return tuple(t for part in parts
+                 for t in (Tensor(f"{part}fn", (mix, hc * h), "rep", linear=False),
+                           Tensor(f"{part}base", (mix,), "rep", linear=False),
+                           Tensor(f"{part}scale", (groups,), "rep", linear=False)))
 
 
 def _attention(f: Fields, ratio: int) -> "CompressedMQA":  # noqa: F821 (imported when built)
@@ -54,7 +60,7 @@ def build_deepseek_v4(f: Fields):
     n = f.need("num_hidden_layers")
     ratios, hashed = _layout(f, n)
     shared = f.get("n_shared_experts", default=0) * f.need("moe_intermediate_size")
-    hc = _hyper_connections(f)
+    hc = hyper_connections(f)
     layers = [Layer("compressed_attention" if r else "sliding_attention", _attention(f, r),
                     # hash-routed layers pick experts by token id: no correction bias
                     moe(f, shared_expert_intermediate_size=shared, router_bias=i >= hashed), hc)

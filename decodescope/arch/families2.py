@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, MoE, Tensor
 from decodescope.arch.build import attention, moe
+from decodescope.arch.classic import CLASSIC, classic_fields
 from decodescope.arch.hybrids import build_lfm2
 from decodescope.arch.families import first_kv_shared, per_layer_inputs, rename
 from decodescope.arch.fields import Fields, check_int
@@ -24,8 +25,11 @@ def _sub(f: Fields, key: str) -> Fields:
 
 
 def translate2(f: Fields) -> Fields:
-    """The config of `f` in the field names the builders read (the families of this module)."""
+    """The config of `f` in the field names the builders read (the families of this module and
+    of decodescope.arch.classic)."""
     mt = f.str_("model_type")
+    if mt in CLASSIC:  # GPT-NeoX, Falcon, Phi, ...: GPT-2 era names (n_head, n_layer, ...)
+        return classic_fields(f)
     if mt == "exaone":  # EXAONE 3.0 / 3.5: Llama layout, GPT-2 style names
         return rename(f, {"num_hidden_layers": "num_layers"})
     if mt == "internlm3":  # qkv_bias covers q, k, v and o (InternLM3Config maps it to attention_bias)

@@ -22,6 +22,8 @@ INT_RANGES = {
                      "mamba_d_head", "mamba_d_state", "mamba_d_ssm", "mamba_dt_rank", "index_head_dim",
                      "moe_num_shared_experts_size", "shared_intermediate_size", "time_step_rank", "state_size"), _SIZE),
     **dict.fromkeys(("vocab_size", "padded_vocab_size"), (1, 1 << 23)),
+    # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
+    "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),
     **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer"), (1, 1024)),

@@ -1,11 +1,13 @@
 """Builders of the recurrent hybrids: Nemotron-H / Nemotron 3 (one kind per layer, latent
 MoE), Falcon-H1 (attention and Mamba2 in parallel in every layer), LFM2 (gated short
-convolutions between attention layers) and Kimi Linear (Kimi Delta Attention with MLA)."""
+convolutions between attention layers), LFM3 (LFM2's with sliding layers, sandwich norms and
+gated heads), OLMo Hybrid (Gated DeltaNet with OLMo 3 attention) and Kimi Linear (Kimi Delta
+Attention with MLA)."""
 
 from dataclasses import replace
 
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
-from decodescope.arch.build import STATE_DTYPE_BYTES, attention, decoder_mlp, moe, nextn_mtp, state_dtype
+from decodescope.arch.build import STATE_DTYPE_BYTES, _gdn, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
 from decodescope.arch.layouts import per_layer_words
 from decodescope.errors import DecodescopeError
@@ -253,3 +255,82 @@ def build_step3p5(f: Fields):
     layers = [layer(t, routed if i in moe_at else dense) for i, t in enumerate(types[:n])]
     mtp_layer = layer(types[n] if len(types) > n else "full_attention", routed)
     return layers, nextn_mtp(f, mtp_layer), ()
+
+
+# OlmoHybridConfig.layer_types words
+OLMO_HYBRID_KINDS = ("linear_attention", "full_attention")
+
+
+def _olmo_hybrid_fields(f: Fields) -> Fields:
+    """`f` with what OlmoHybridConfig.__post_init__ derives when absent: key and value heads of the
+    linear layers = num_attention_heads, a key head of 0.75 x hidden / key heads (rounded down), a
+    value head twice that, a 4-tap conv; layer i full attention when i % 4 == 3 (the last layer
+    when none is)."""
+    n, heads, h = f.need("num_hidden_layers"), f.need("num_attention_heads"), f.need("hidden_size")
+    k_dim = f.get("linear_key_head_dim") or 3 * h // (4 * f.get("linear_num_key_heads", default=heads))
+    types = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(n)]
+    if "full_attention" not in types:
+        types[-1] = "full_attention"
+    return f.with_defaults({"linear_num_key_heads": heads, "linear_num_value_heads": heads,
+                            "linear_key_head_dim": k_dim, "linear_value_head_dim": 2 * k_dim,
+                            "linear_conv_kernel_dim": 4, "layer_types": types})
+
+
+def build_olmo_hybrid(f: Fields):
+    """OLMo Hybrid: Gated DeltaNet layers and, per layer_types, OLMo 3 full attention (q and k
+    normed over all heads at once), a SwiGLU MLP in each. Its GatedDeltaNet keeps the q/k/v/g/a/b
+    projections apart that Qwen3-Next fuses, shape for shape (q + k + v = in_proj_qkv, g =
+    in_proj_z, o_norm over one value head = norm), and holds the same state per request;
+    linear_allow_neg_eigval doubles beta, no weight. Each kind has two hidden-wide norms: the
+    linear layers input_layernorm + post_attention_layernorm, the attention layers OLMo 2's
+    post_attention_layernorm + post_feedforward_layernorm on the outputs, counted as the
+    attention's and the MLP's own norm (as build_decoder counts olmo2 / olmo3)."""
+    g = _olmo_hybrid_fields(f)
+    types = per_layer_words(g, "layer_types", g.need("num_hidden_layers"), OLMO_HYBRID_KINDS)
+    mlp = DenseMLP(g.need("hidden_size"), g.need("intermediate_size", "the MLP"))
+    gdn, attn = _gdn(g), attention(g, qk_norm=True, qk_norm_full=True)
+    return [Layer("linear_attention", gdn, mlp) if t == "linear_attention" else Layer("attention", attn, mlp)
+            for t in types], [], ()
+
+
+# Lfm3Config's defaults for the fields a config may leave out; Lfm3Config.layer_types words
+LFM3_DEFAULTS = {"head_dim": 128, "num_key_value_heads": 4, "conv_L_cache": 7}
+LFM3_KINDS = ("conv", "full_attention", "sliding_attention")
+
+
+def _lfm3_layer_types(f: Fields, n: int) -> list[str]:
+    """layer_types, or Lfm3Config's default: full attention when i % 4 == 2, sliding when i % 4 == 0
+    (past layer 0), convolution otherwise."""
+    if f.get("layer_types") is None:
+        return ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i else "conv"
+                for i in range(n)]
+    return per_layer_words(f, "layer_types", n, LFM3_KINDS)
+
+
+def build_lfm3(f: Fields):
+    """LFM3: LFM2's gated short convolutions and GQA attention (per-head q/k norms) per
+    layer_types, the sliding layers within sliding_window tokens (their cache no longer). Each
+    layer: operator_norm and ffn_norm before the mixer and the MLP, and with use_sandwich_norm
+    post_operator_norm and post_ffn_norm after them; with use_attention_gate a sigmoid gate per
+    head on the attention output (g_proj [heads, hidden]). The MLP (w1, w3, w2) is intermediate_size
+    wide as given: Lfm3MLP has no LFM2-style 2/3 adjustment. embedding_norm is the final norm."""
+    g = f.with_defaults(LFM3_DEFAULTS)
+    n, h = g.need("num_hidden_layers"), g.need("hidden_size")
+    types = _lfm3_layer_types(g, n)
+    window = None
+    if "sliding_attention" in types:  # Lfm3Config's 256 tokens when absent; transformers' mask refuses a null one
+        window = Fields({"sliding_window": 256, **f.data}, f.source).need("sliding_window", "the sliding_attention layers")
+    from decodescope.arch.mixers import ShortConv
+    conv = ShortConv(h, g.need("conv_L_cache", "LFM3's short convolution"), bool(g.get("conv_bias", default=False)))
+    mlp = DenseMLP(h, g.need("intermediate_size", "the MLP"))
+    sandwich = tuple(Tensor(name, (h,), "rep", linear=False) for name in ("post_operator_norm", "post_ffn_norm")
+                     ) if g.get("use_sandwich_norm", default=True) else ()
+    full, sliding = attention(g, qk_norm=True), attention(g, window, qk_norm=True)
+    gate = (Tensor("g_proj", (full.num_attention_heads, h), "col"),) if g.get("use_attention_gate", default=True) else ()
+
+    def layer(t: str) -> Layer:
+        if t == "conv":
+            return Layer("conv", conv, mlp, sandwich)
+        attn = sliding if t == "sliding_attention" else full
+        return Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, sandwich + gate)
+    return [layer(t) for t in types], [], ()

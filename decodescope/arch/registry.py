@@ -4,18 +4,21 @@ To add a family: write a builder `(Fields) -> (layers, mtp, notes[, input tables
 build.py or families.py) and list its model_type(s) in FAMILIES."""
 
 from decodescope.arch.arch import Arch
+from decodescope.arch.bailing import build_bailing_hybrid
 from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
+from decodescope.arch.classic import CLASSIC
 from decodescope.arch.config import RawConfig
 from decodescope.arch.fields import Fields
 from decodescope.arch.families import (build_cohere, build_gemma4, build_granite_hybrid, build_jamba,
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
+from decodescope.arch.mla_families import build_dots3_note, build_hy_v4
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
 from decodescope.arch.hybrids import (build_falcon_h1, build_kimi_linear, build_lfm2, build_mamba1, build_mamba2,
-                                      build_nemotron_h, build_step3p5)
+                                      build_lfm3, build_nemotron_h, build_olmo_hybrid, build_step3p5)
 from decodescope.errors import DecodescopeError
 
 FAMILIES = {
@@ -31,16 +34,21 @@ FAMILIES = {
                      "exaone", "internlm3", "dbrx", "granitemoe", "granitemoeshared", "hyperclovax", *QWEN2_VL, "hunyuan_v1_dense", "solar_open",
                      "glm", "bailing_moe", "bailing_moe_v2", "olmo3",
                      # GLM-4-0414 / GLM-Z1; GLM-4.1V and GLM-4.6V-Flash (their language model)
-                     "glm4", "glm4v", "glm4v_text", "glm46v"),
+                     "glm4", "glm4v", "glm4v_text", "glm46v",
+                     # Flint (sinks, per-head q/k norms, MoE), Aleph Alpha's Kolibri-1 (GLM-4's post-norms, MoE)
+                     "flint", "kolibri1"),
                     build_decoder),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
-                     "glm4_moe_lite", "youtu"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
-    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"),
-                    build_qwen_hybrid),
+                     "glm4_moe_lite", "youtu", "axk1"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
+    **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
+                     "lara_mini"), build_qwen_hybrid),  # Lara-4-Mini: ungated attention, some in a window
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
     **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2", "cohere2_moe"), build_cohere),
     "nemotron_h": build_nemotron_h,
+    # GPT-NeoX / Pythia, Falcon (and its RefinedWeb configs), Phi-1/2, StableLM, OLMo v1, nanochat,
+    # Nemotron-4, Jais-2
+    **CLASSIC,
     "starcoder2": build_starcoder2,
     "phimoe": build_phimoe,
     "minimax_m2": build_minimax_m2,
@@ -51,7 +59,10 @@ FAMILIES = {
     **dict.fromkeys(("granitemoehybrid", "bamba"), build_granite_hybrid),
     "falcon_h1": build_falcon_h1,
     "lfm2": build_lfm2,
+    "lfm3": build_lfm3,  # LFM2's layers with sliding attention, sandwich norms, a gate per head
+    "olmo_hybrid": build_olmo_hybrid,  # Olmo-Hybrid-7B: Gated DeltaNet + OLMo 3 attention
     "kimi_linear": build_kimi_linear,
+    "bailing_hybrid": build_bailing_hybrid,  # Ling 3.0 (KDA + gated MLA), Ling / Ring 2.5-2.6 (Lightning + MLA)
     "mamba2": build_mamba2,
     **dict.fromkeys(("mamba", "falcon_mamba"), build_mamba1),
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
@@ -67,6 +78,9 @@ FAMILIES = {
     # MiniMax-Text-01 and M1: their hub configs name themselves minimax_text_01 / minimax_m1
     **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
+    "hy_v4": build_hy_v4,  # Tencent Hy v4 (Hy4-preview)
+    # rednote dots3: the released config.json is flat (dots3_note), transformers 5 nests text_config
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), build_dots3_note),
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -83,15 +97,18 @@ SAME_AS = {
     "mellum": "qwen3_moe",  # per-head q/k norms, routed experts per mlp_layer_types
     "sarvam_moe": "qwen3_moe",  # per-head q/k norms (use_qk_norm), DeepSeek-style expert fields
     "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
-    "gemma4_unified_text": "gemma4_text",  # Gemma 4 "unified": its vision tokens attend both ways
+    "gemma4_unified_text": "gemma4_text",
+    "ministral": "mistral",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows  # Gemma 4 "unified": its vision tokens attend both ways
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
 # checkpoints in 16 bits by default (vLLM's dtype "auto" picks bfloat16 for them)
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
+# families whose final norm holds no weights (OLMo v1's non-parametric LayerNorm, nanochat's RMSNorm)
+NORMLESS = ("olmo", "nanochat")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "vaultgemma", "minicpm3")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
@@ -153,4 +170,4 @@ def build_arch(raw: RawConfig) -> Arch:
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant, input_tables=tuple(tables[0]) if tables else (),
-                notes=same_note + tuple(notes) + dtype_note + tower_note)
+                notes=same_note + tuple(notes) + dtype_note + tower_note, final_norm_weights=mt not in NORMLESS and not f.get("_remove_final_layer_norm", default=False))

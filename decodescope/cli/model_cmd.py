@@ -139,5 +139,6 @@ def _draft(model: str):
 
 def _max_positions(data: dict) -> int | None:
     text = data.get("text_config") if isinstance(data.get("text_config"), dict) else {}
-    n = data.get("max_position_embeddings", text.get("max_position_embeddings"))
+    # GPT-2 and StarCoder name it n_positions: rows of a learned table, no rope to stretch
+    n = data.get("max_position_embeddings", text.get("max_position_embeddings", data.get("n_positions")))
     return n if isinstance(n, int) and n > 0 else None

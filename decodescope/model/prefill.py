@@ -8,7 +8,7 @@ share of the newcomers' context passes (`serving`)."""
 
 from dataclasses import dataclass, replace
 
-from decodescope.arch import MLA, Arch, Attention, MoE
+from decodescope.arch import MLA, Arch, Attention, MoE, PooledKV
 from decodescope.model.deployment import Deployment, check
 from decodescope.model.ops import (Op, Rates, embedding_ops, head_ops, pipeline_ops, reduce_and_floor_ops,
                                    unique_layers, weight_ops)
@@ -34,7 +34,7 @@ def prefill_ops(arch: Arch, d: Deployment, r: Rates, prompt: int) -> list[Op]:
     for layer, n in unique_layers(arch.layers):
         moe = layer.mlp if isinstance(layer.mlp, MoE) else None
         layer_ops = weight_ops(layer.tensors(), moe, d.weights, d, tokens, r)
-        if isinstance(layer.mixer, (Attention, MLA)):
+        if isinstance(layer.mixer, (Attention, MLA, PooledKV)):  # PooledKV: DeepSeek-V4, dots3's sliding MLA
             layer_ops.append(_causal_attention(layer.mixer, d, prompt, r))
         layer_ops += reduce_and_floor_ops(layer, tokens, d, r)  # allreduces over every prompt token
         ops += [Op(o.component, o.name, o.bytes * n, o.flops * n, o.time_s * n, o.bound) for o in layer_ops]

@@ -1,0 +1,127 @@
+"""Decoders of 2026 that are an existing family's with one change each, read from the
+modeling code of transformers 5.24 (models/<type>/modular_<type>.py):
+- Flint (RecursiveSI/flint): Qwen3-MoE's attention and experts with a learned sink per head
+  in every layer, a shared expert (ungated), dense MLPs on mlp_only_layers, sliding-window
+  layers where layer_types says so;
+- Kolibri-1 (Aleph-Alpha/Kolibri-1): per-head q/k norms, GLM-4's two post-norms
+  (post_self_attn_layernorm, post_mlp_layernorm), 384 experts and a shared one, 4 of 5
+  layers in a 513-token window;
+- A.X-K1 (skt/A.X-K1): DeepSeek-V3 plus a norm on each MoE block's output (post_mlp_layernorm);
+- Lara-4-Mini (translated/Lara-4-Mini-Base): Qwen3.5-MoE's Gated DeltaNet and experts, its
+  attention Qwen3's (no output gate), some of it in a window, no gate on the shared expert;
+- nanochat (karpathy/nanochat-d32): norms without weights, an ungated squared-ReLU MLP.
+Each fixture is the config class on its defaults (tests/data/configs/SOURCES.md); expected
+counts are transformers' own model on the meta device, layouts and cache bytes by hand."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+from decodescope.arch.blocks import MoE
+from decodescope.model import make_deployment
+from decodescope.model.memory import per_request_cache
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# transformers 5.24, AutoModelForCausalLM.from_config(cls()) on the meta device
+TRANSFORMERS_COUNTS = {
+    "FlintConfig": 39_785_287_456,
+    "Kolibri1Config": 78_103_055_360,
+    "AXK1Config": 518_983_052_288,
+    "LaraMiniConfig": 7_281_684_672,
+    "NanoChatConfig": 256_573_440,
+}
+
+
+def _arch(cls: str):
+    return load_arch(str(CONFIGS / f"transformers__{cls}-defaults.json"))
+
+
+def _names(layer) -> set[str]:
+    return {t.name for t in layer.tensors()}
+
+
+@pytest.mark.parametrize("cls", TRANSFORMERS_COUNTS)
+def test_counts_equal_transformers(cls):
+    assert _arch(cls).params_total == TRANSFORMERS_COUNTS[cls]
+
+
+def test_flint_layout_sinks_and_window():
+    """FlintConfig's layer_types: full attention on layers 0, 1, every i % 4 == 1 and the last
+    (48): 14 layers; the other 35 keep 513 tokens. MoE from layer 2. 4 KV heads x 128 x (K + V)
+    x 2 B = 2048 B a token; at context 1000 (1001 tokens cached): (14 x 1001 + 35 x 513) x 2048."""
+    a = _arch("FlintConfig")
+    full = [i for i, layer in enumerate(a.layers) if layer.kind == "attention"]
+    assert full == [0, 1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 48]
+    assert [isinstance(layer.mlp, MoE) for layer in a.layers[:3]] == [False, False, True]
+    assert all("sinks" in _names(layer) for layer in a.layers)
+    kv, state = per_request_cache(a, make_deployment(a, "h100-sxm", context=1000), a.layers)
+    assert (kv, state) == ((14 * 1001 + 35 * 513) * 2048, 0)
+
+
+def test_flint_and_kolibri_layer_types_default_as_their_config_classes(tmp_path):
+    """Without layer_types: Flint's rule above, Kolibri-1's full attention every 5th layer."""
+    for cls, full in (("FlintConfig", 14), ("Kolibri1Config", 10)):
+        cfg = json.loads((CONFIGS / f"transformers__{cls}-defaults.json").read_text())
+        del cfg["layer_types"]
+        p = tmp_path / f"{cls}.json"
+        p.write_text(json.dumps(cfg))
+        assert sum(layer.kind == "attention" for layer in load_arch(str(p)).layers) == full
+
+
+def test_kolibri_post_norms_and_window():
+    """Four norms a layer (two pre-norms, two post-norms) and per-head q/k norms of 128; 10 full
+    layers of 50, 40 in a 513-token window: (10 x 1001 + 40 x 513) x 2048 B at context 1000."""
+    a = _arch("Kolibri1Config")
+    assert {"post_self_attn_layernorm", "post_mlp_layernorm", "q_norm", "k_norm"} <= _names(a.layers[0])
+    kv, _ = per_request_cache(a, make_deployment(a, "h100-sxm", context=1000), a.layers)
+    assert kv == (10 * 1001 + 40 * 513) * 2048
+
+
+def test_axk1_norm_after_each_moe_block_only():
+    """mlp_layer_types: layer 0 dense, 60 sparse; the post-MoE norm (7168) only on the 60 (the
+    dense layers' copies in the checkpoint are ignored on load). The same config built as
+    DeepSeek-V3 lacks exactly those 60 x 7168 values. MLA cache: (512 + 64) x 2 B a token."""
+    a = _arch("AXK1Config")
+    assert "post_mlp_layernorm" not in _names(a.layers[0])
+    assert all("post_mlp_layernorm" in _names(layer) for layer in a.layers[1:])
+    cfg = json.loads((CONFIGS / "transformers__AXK1Config-defaults.json").read_text())
+    assert a.layers[1].mixer.kv_bytes_per_token(1, 2) == 1152
+    assert cfg["mlp_layer_types"].count("sparse") == 60
+
+
+def test_axk1_differs_from_deepseek_v3_by_the_post_moe_norms(tmp_path):
+    cfg = json.loads((CONFIGS / "transformers__AXK1Config-defaults.json").read_text())
+    p = tmp_path / "as_v3.json"
+    p.write_text(json.dumps({**cfg, "model_type": "deepseek_v3"}))
+    assert TRANSFORMERS_COUNTS["AXK1Config"] - load_arch(str(p)).params_total == 60 * 7168
+
+
+def test_lara_mini_layout_ungated_attention_and_state():
+    """LaraMiniConfig's default pattern, period 5: linear, sliding, linear, full, sliding; 34
+    layers = 14 linear, 13 sliding (512 tokens), 7 full. Attention without Qwen3.5's output
+    gate: q_proj 16 heads x 128 = 2048 rows. Gated DeltaNet state a layer: 16 value heads x 128 x
+    128 x 4 B = 1,048,576 B recurrent + (2 x 8 x 128 + 16 x 128) x 3 x 2 B = 24,576 B of conv
+    window. KV: 4 x 128 x 2 x 2 B = 2048 B a token."""
+    a = _arch("LaraMiniConfig")
+    kinds = [layer.kind for layer in a.layers]
+    assert kinds[:5] == ["linear_attention", "sliding_attention", "linear_attention", "attention", "sliding_attention"]
+    assert (kinds.count("linear_attention"), kinds.count("sliding_attention"), kinds.count("attention")) == (14, 13, 7)
+    q = next(t for t in a.layers[1].tensors() if t.name == "q_proj")
+    assert q.shape == (2048, 1024)
+    assert "shared_expert_gate" not in _names(a.layers[0])
+    kv, state = per_request_cache(a, make_deployment(a, "h100-sxm", context=1000), a.layers)
+    assert kv == (7 * 1001 + 13 * 512) * 2048
+    assert state == 14 * (1_048_576 + 24_576)
+
+
+def test_nanochat_by_hand():
+    """Untied 50,304 x 768 embedding and head; a layer: q, k, v, o 4 x 768^2 and fc1 / fc2
+    2 x 8192 x 768; no norm weights anywhere (the final norm either)."""
+    a = _arch("NanoChatConfig")
+    layer = 4 * 768 * 768 + 2 * 8192 * 768
+    assert a.params_total == 12 * layer + 2 * 50304 * 768
+    assert not [n for n in _names(a.layers[0]) if "norm" in n] and a.final_norm.params == 0
+    assert "gate_proj" not in _names(a.layers[0])
