@@ -22,6 +22,10 @@ INT_RANGES = {
                      "mamba_d_head", "mamba_d_state", "mamba_d_ssm", "mamba_dt_rank", "index_head_dim",
                      "moe_num_shared_experts_size", "shared_intermediate_size", "time_step_rank", "state_size"), _SIZE),
     **dict.fromkeys(("vocab_size", "padded_vocab_size"), (1, 1 << 23)),
+    # GPT-2, StarCoder and OPT: the MLP width, the embedding width, the rows of the learned position table
+    "ffn_dim": _SIZE, "n_inner": _SIZE, "word_embed_proj_dim": _SIZE,
+    **dict.fromkeys(("n_positions", "max_position_embeddings"), (1, 1 << 31)),
+    "num_ln_in_parallel_attn": _COUNT, "expand": _COUNT,  # expand: Mamba's inner width over hidden
     # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
     "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
