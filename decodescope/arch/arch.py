@@ -83,8 +83,10 @@ class Arch:
 
     @property
     def params_active(self) -> int:
+        # input tables (Gemma 3n's per-layer embeddings, Qwen4-Exp's n-gram tables) are left out:
+        # a token gathers a few rows of them, and publishers leave them out of "active" / "effective"
         head = 0 if self.tie_word_embeddings else self.lm_head.params
-        return self.params_layers_active + self.embedding.params + head + self.final_norm.params + self._tables
+        return self.params_layers_active + self.embedding.params + head + self.final_norm.params
 
     @property
     def _tables(self) -> int:

@@ -14,6 +14,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.mla_families import build_dots3_note, build_hy_v4
+from decodescope.arch.qwen4 import build_qwen4_exp
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
@@ -81,6 +82,8 @@ FAMILIES = {
     "hy_v4": build_hy_v4,  # Tencent Hy v4 (Hy4-preview)
     # rednote dots3: the released config.json is flat (dots3_note), transformers 5 nests text_config
     **dict.fromkeys(("dots3_note", "dots3_note_text"), build_dots3_note),
+    # Qwen3.8-Flash-Next: Qwen3.5-MoE with hyper-connections, n-gram per-layer embeddings, QSA
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), build_qwen4_exp),
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -105,8 +108,9 @@ SAME_AS = {
 # checkpoints in 16 bits by default (vLLM's dtype "auto" picks bfloat16 for them)
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
-# families whose final norm holds no weights (OLMo v1's non-parametric LayerNorm, nanochat's RMSNorm)
-NORMLESS = ("olmo", "nanochat")
+# families whose final norm holds no weights (OLMo v1's non-parametric LayerNorm, nanochat's RMSNorm;
+# Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place)
+NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
 TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt")
 

@@ -193,6 +193,10 @@ def check(arch: Arch, d: Deployment) -> None:
     _check_sizes(d)
     _check_link(d)
     check_backend(d)
+    if not d.engine.runs_on_vendor(d.gpu.vendor):
+        raise DecodescopeError(f"engine {d.engine.id} does not run on {d.gpu.name} ({d.gpu.vendor})",
+                               f"{d.engine.id} runs on {' and '.join(d.engine.vendors)} GPUs: pick one, or another "
+                               "--engine (engines.toml says where each runs)")
     if d.split_rows:
         _check_row_split(arch, d)
     if d.tp % d.ep:

@@ -71,6 +71,9 @@ class EngineProfile:
     moe_matvec_efficiency: float = 1.0
     backend_by_vendor: dict[str, str] = field(default_factory=dict)  # GPU vendor -> its usual backend
     backend_vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)  # backend -> GPU vendors it runs on
+    vendors: tuple[str, ...] = ()  # the GPU makers the engine runs on; (): any
+    measured_on: tuple[str, ...] = ()  # the GPU makers published rows measured it on (none: an estimate)
+    families: tuple[str, ...] = ()  # the model_types it serves; (): not listed, taken as any
     # per backend (Backend values), the values that replace the profile's own where that backend's
     # kernels differ (BACKEND_OVERRIDABLE): fitted ([engine.X]) or read in the source ([serving.X]);
     # a backend or a parameter not named here keeps the profile's value
@@ -87,6 +90,12 @@ class EngineProfile:
     formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
     source: str = ""
     fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
+
+    def runs_on_vendor(self, vendor: str) -> bool:
+        return not self.vendors or vendor in self.vendors
+
+    def serves(self, model_type: str) -> bool:
+        return not self.families or model_type in self.families
 
     def usable_fraction(self, tp: int) -> float:
         """memory_fraction, or the one for the largest TP key not above tp."""
@@ -119,6 +128,8 @@ def engines() -> dict[str, EngineProfile]:
         # a backend's values from the source (serving) and fitted (engine) make one by_backend
         read, fitted = extra.pop("by_backend", {}), v.get("by_backend", {})
         by_backend = {b: {**read.get(b, {}), **fitted.get(b, {})} for b in {*read, *fitted}}
+        if "vendors" not in extra and extra["backend_vendors"]:  # the makers its builds run on
+            extra["vendors"] = tuple(sorted({x for vs in extra["backend_vendors"].values() for x in vs}))
         out[k] = _checked_backends(EngineProfile(id=k, **{**v, "by_backend": by_backend}, **extra))
     return out
 

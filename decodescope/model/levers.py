@@ -56,7 +56,7 @@ def _gpus(d: Deployment) -> list[tuple[str, str, Deployment]]:
     Each runs the engine's own profile: a calibration measured this device, not that one."""
     out, profile = [], engines()[d.engine.id]
     for g in all_gpus():
-        if g.id == d.gpu.id or not (g.memory_bw_bytes_s > d.gpu.memory_bw_bytes_s
+        if g.id == d.gpu.id or not profile.runs_on_vendor(g.vendor) or not (g.memory_bw_bytes_s > d.gpu.memory_bw_bytes_s
                                     or g.peak_flops("bf16") > d.gpu.peak_flops("bf16")):
             continue
         link = d.link if d.gpus == 1 else get_interconnect(g.link)
@@ -72,14 +72,17 @@ def _serves(engine_id: str, fmt: WeightFormat) -> bool:
     return not any(kind in engines()[e].formats or kind == "bpw:" for e in WEIGHT_ONLY_ENGINES)
 
 
-def _engines(d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
+def _engines(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, Deployment]]:
     """When host time or kernel floors bound the round, another engine (CUDA graphs,
-    less host work per pass) is the lever."""
+    less host work per pass) is the lever: one that runs on this GPU's maker and whose
+    profile published rows measured there (its costs on another maker's GPUs say nothing
+    of these: SGLang's ROCm build runs other kernels than its CUDA one), and that serves the model."""
     if bound not in ("host", "latency"):
         return []
     return [(f"engine {e.id}", f"{e.description}, not {d.engine.id}",
              replace(d, engine=e, weights=engine_format(d.weights, e)))
-            for e in engines().values() if e.id not in (d.engine.id, "generic") and _serves(e.id, d.weights)]
+            for e in engines().values() if e.id not in (d.engine.id, "generic") and _serves(e.id, d.weights)
+            and e.runs_on_vendor(d.gpu.vendor) and d.gpu.vendor in e.measured_on and e.serves(arch.model_type)]
 
 
 def _backends(d: Deployment) -> list[tuple[str, str, Deployment]]:
@@ -102,7 +105,7 @@ def _candidates(arch: Arch, d: Deployment, bound: str) -> list[tuple[str, str, D
         out.append(("accept +1", f"accept_len {d.spec.accept_len:g} -> {a:g}"
                     + (f", {k} draft steps" if k != d.spec.k else ""), replace(d, spec=replace(
                         d.spec, k=k, accept_len=a, draft_tokens=max(d.spec.draft_tokens, k + 1) if d.spec.draft_tokens else 0))))
-    return out + _split(d) + _gpus(d) + _backends(d) + _engines(d, bound)
+    return out + _split(d) + _gpus(d) + _backends(d) + _engines(arch, d, bound)
 
 
 def levers(arch: Arch, d: Deployment, base_tok_s: float, bound: str = "memory") -> list[Lever]:

@@ -292,7 +292,9 @@ def reduce_and_floor_ops(layer: Layer, tokens: int, d: Deployment, r: Rates) -> 
         ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
                 for part in ("mixer", "mlp") if getattr(layer, part) is not None]
         if getattr(layer.mixer, "parts", None):  # Falcon-H1: attention and Mamba2 each reduce their
-            # row-parallel output; vLLM's FalconH1ParallelHybrid sums the two after both reductions
+            # row-parallel output; vLLM's FalconH1ParallelHybrid sums the two after both reductions.
+            # Qwen4-Exp's PLE layers (decodescope.arch.qwen4.WithPLE): the vocab-parallel n-gram
+            # table's gathered rows are summed over TP
             ops.append(allreduce_op("mixer allreduce", msg, d.tp, r))
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
     return ops
