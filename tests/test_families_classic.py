@@ -21,7 +21,11 @@ CONFIGS = Path(__file__).parent / "data" / "configs"
 # (num_attention_heads, MHA) builds, and decodescope reads the None the same way
 DEFAULTS = {"Jais2Config": 8_090_401_280, "GPTNeoXConfig": 20_554_567_680, "FalconConfig": 6_921_720_704,
             "PhiConfig": 1_418_270_720, "StableLmConfig": 2_795_443_200, "NemotronConfig": 17_642_041_344,
-            "GPT2Config": 124_439_808, "GPTBigCodeConfig": 111_446_784, "OPTConfig": 125_239_296}
+            "GPT2Config": 124_439_808, "GPTBigCodeConfig": 111_446_784, "OPTConfig": 125_239_296,
+            # GPTJConfig() is GPT-J-6B's shape (its card: 6,053,381,344, counted on the original
+            # JAX checkpoint; transformers' model of it holds 0.04 % fewer)
+            "GPTJConfig": 6_050_882_784, "CodeGenConfig": 6_050_882_784, "BloomConfig": 16_156_544,
+            "MptConfig": 1_311_213_568}
 # transformers 5.24 on the meta device, the class built with these keyword arguments over its defaults
 VARIANTS = [
     ("FalconConfig", {"new_decoder_architecture": True, "num_kv_heads": 8}, 7_052_297_088),
@@ -37,6 +41,10 @@ VARIANTS = [
      18_449_051_648),
     ("GPTBigCodeConfig", {"multi_query": False}, 124_439_808),  # = GPT-2's: the same layers, MHA
     ("GPT2Config", {"n_inner": 2048, "tie_word_embeddings": False}, 144_150_528),
+    # bigscience/bloom-560m's shape: its card's 559,214,592; mosaicml/mpt-7b's: its card's "6.7B"
+    ("BloomConfig", {"hidden_size": 1024, "n_layer": 24, "n_head": 16}, 559_214_592),
+    ("MptConfig", {"d_model": 4096, "n_heads": 32, "n_layers": 32, "vocab_size": 50432}, 6_649_286_656),
+    ("CodeGenConfig", {"n_inner": 8192, "tie_word_embeddings": False}, 4_171_605_216),
     ("OPTConfig", {"_remove_final_layer_norm": True, "do_layer_norm_before": False}, 125_237_760),
     ("Jais2Config", {"attention_bias": False, "mlp_bias": False, "num_key_value_heads": 2,
                      "tie_word_embeddings": True}, 6_934_600_192),
@@ -208,3 +216,18 @@ def test_opt_with_projected_embeddings_is_refused(tmp_path):
     with pytest.raises(DecodescopeError, match="word_embed_proj_dim 512"):
         _load({**_defaults("OPTConfig"), "word_embed_proj_dim": 512, "hidden_size": 1024, "num_attention_heads": 16},
               tmp_path)
+
+
+def test_gptj_bloom_and_mpt_layouts_by_hand():
+    """GPT-J: one LayerNorm (weight and bias) before the parallel attention and MLP, no attention
+    biases, fc_in / fc_out with biases, lm_head with a bias of vocab_size. BLOOM: the embedding's
+    own LayerNorm, read once per token with the first layer. MPT: no bias anywhere."""
+    gptj = load_arch(str(CONFIGS / "transformers__GPTJConfig-defaults.json"))
+    names = _names(gptj.layers[0])
+    assert "q_proj.bias" not in names and "up_proj.bias" in names and "post_attention_layernorm" not in names
+    assert _names(gptj.layers[-1])["lm_head.bias"] == (50400,)
+    bloom = load_arch(str(CONFIGS / "transformers__BloomConfig-defaults.json"))
+    assert {"word_embeddings_layernorm.weight", "word_embeddings_layernorm.bias"} <= set(_names(bloom.layers[0]))
+    assert "word_embeddings_layernorm.weight" not in _names(bloom.layers[1])
+    mpt = load_arch(str(CONFIGS / "transformers__MptConfig-defaults.json"))
+    assert not [n for n in _names(mpt.layers[0]) if n.endswith("bias")]

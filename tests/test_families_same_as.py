@@ -28,6 +28,10 @@ TRANSFORMERS_COUNTS = {
     # MinistralConfig() leaves head_dim None, on which transformers' attention fails: head_dim 128
     # (hidden 4096 / 32 heads, Ministral-8B's) set, as SOURCES.md says
     "MinistralConfig": ("ministral", 7_241_732_096),
+    # the language model alone: transformers' Phi4MultimodalForCausalLM holds 5,308,268,992 with
+    # its vision and audio encoders; the parameters outside them (names without "audio",
+    # "image_embed" or "vision") sum to 4,400,286,720
+    "Phi4MultimodalConfig": ("phi4_multimodal", 4_400_286_720),
 }
 
 
@@ -86,3 +90,9 @@ def test_ministral_windows_every_layer_as_its_config_class():
     a, cfg = _load("MinistralConfig")
     assert set(cfg["layer_types"]) == {"sliding_attention"}
     assert {layer.mixer.sliding_window for layer in a.layers} == {4096}
+
+
+def test_phi4_multimodal_counts_its_language_model_and_notes_the_encoders():
+    a, cfg = _load("Phi4MultimodalConfig")
+    assert cfg["vision_config"] and cfg["audio_config"]
+    assert any("vision and audio encoders" in n and "not counted" in n for n in a.notes)

@@ -1,5 +1,5 @@
 """The GPT-style decoders: LayerNorms with biases, biased projections, parallel attention +
-MLP blocks (GPT-2, StarCoder, OPT, GPT-NeoX / Pythia, Falcon, Phi-1 / 1.5 / 2, StableLM,
+MLP blocks (GPT-2, StarCoder, OPT, GPT-J, CodeGen, BLOOM, MPT, GPT-NeoX / Pythia, Falcon, Phi-1 / 1.5 / 2, StableLM,
 OLMo v1, nanochat, Nemotron-4 / Minitron, Jais-2). Each builder is `(Fields) -> (layers, mtp, notes)` and is listed in
 decodescope.arch.registry.FAMILIES through CLASSIC.
 
@@ -17,8 +17,8 @@ from decodescope.errors import DecodescopeError
 # the GPT-2 era names these configs may still carry (Falcon's first configs: n_head,
 # n_head_kv, n_layer, n_embed; Falcon 40B-era ones num_kv_heads), read as the Llama-style
 # names where those are absent
-ALIASES = {"hidden_size": ("n_embd", "n_embed"), "num_attention_heads": ("n_head",),
-           "num_hidden_layers": ("n_layer",), "num_key_value_heads": ("num_kv_heads", "n_head_kv")}
+ALIASES = {"hidden_size": ("n_embd", "n_embed", "d_model"), "num_attention_heads": ("n_head", "n_heads"),
+           "num_hidden_layers": ("n_layer", "n_layers"), "num_key_value_heads": ("num_kv_heads", "n_head_kv")}
 # Falcon's first hub configs: RefinedWeb is the 40B's layout (new_decoder_architecture),
 # RefinedWebModel the 7B's (multi-query); NeMo's Falcon converter reads them the same way
 FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
@@ -188,6 +188,41 @@ def build_opt(f: Fields):
     return _stack(f, layer, tail), [], (), _positions(f, f.need("max_position_embeddings") + 2)
 
 
+def build_gptj(f: Fields):
+    """GPT-J (gptj) and CodeGen (codegen, q / k / v fused, the same sizes): attention and MLP in
+    parallel off one biased LayerNorm (ln_1), no attention biases, a plain GELU MLP of n_inner
+    (4 x hidden by default) with biases; an untied LM head with a bias."""
+    h, d = f.need("hidden_size"), _head_dim(f)
+    attn = attention(f, attention_bias=False, o_bias=False, num_key_value_heads=h // d, head_dim=d)
+    mlp = DenseMLP(h, f.get("n_inner") or 4 * h, gated=False, bias=True, norm=False)
+    tail = _biases(h, "ln_f") + (_vec("lm_head.bias", f.need("vocab_size"), "vocab"),)
+    return _stack(f, Layer("attention", attn, mlp, _biases(h, "input_layernorm")), tail), [], ()
+
+
+def build_bloom(f: Fields):
+    """BLOOM (bloom): a biased LayerNorm on the embedding (word_embeddings_layernorm, read with
+    the first layer), biased LayerNorms before attention and MLP, a fused biased
+    query_key_value and dense, a plain GELU MLP of 4 x hidden with biases; ALiBi, no position
+    weights; a tied head."""
+    h, d = f.need("hidden_size"), _head_dim(f)
+    attn = attention(f, attention_bias=True, o_bias=True, num_key_value_heads=h // d, head_dim=d)
+    layer = Layer("attention", attn, DenseMLP(h, 4 * h, gated=False, bias=True),
+                  _biases(h, "input_layernorm", "post_attention_layernorm"))
+    layers = _stack(f, layer, _biases(h, "ln_f"))
+    embedding_norm = (_vec("word_embeddings_layernorm.weight", h),) + _biases(h, "word_embeddings_layernorm")
+    return [replace(layers[0], extra=layers[0].extra + embedding_norm)] + layers[1:], [], ()
+
+
+def build_mpt(f: Fields):
+    """MPT (mpt): LayerNorms without biases, a fused Wqkv and out_proj, an ungated GELU MLP of
+    expansion_ratio x hidden, no biases (no_bias, true in every released MPT; transformers'
+    MptModel builds none whatever it says); ALiBi, no position weights; a tied head."""
+    h, d = f.need("hidden_size"), _head_dim(f)
+    attn = attention(f, num_key_value_heads=h // d, head_dim=d)
+    mlp = DenseMLP(h, f.get("expansion_ratio", default=4) * h, gated=False)
+    return [Layer("attention", attn, mlp)] * f.need("num_hidden_layers"), [], ()
+
+
 def build_relu2(f: Fields):
     """Nemotron-4 / Minitron / Mistral-NeMo-Minitron (nemotron) and Jais-2 (jais2): LayerNorms
     with biases (Nemotron's LayerNorm1P scales by 1 + weight: the same tensors) before
@@ -205,4 +240,5 @@ def build_relu2(f: Fields):
 CLASSIC = {"gpt_neox": build_gpt_neox, **dict.fromkeys(FALCON, build_falcon), "phi": build_phi,
            "stablelm": build_stablelm, **dict.fromkeys(("olmo", "nanochat"), build_olmo),
            **dict.fromkeys(("nemotron", "jais2"), build_relu2), **dict.fromkeys(("gpt2", "gpt_bigcode"), build_gpt2),
-           "opt": build_opt}
+           "opt": build_opt, **dict.fromkeys(("gptj", "codegen"), build_gptj), "bloom": build_bloom,
+           "mpt": build_mpt}

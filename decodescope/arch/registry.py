@@ -101,7 +101,10 @@ SAME_AS = {
     "sarvam_moe": "qwen3_moe",  # per-head q/k norms (use_qk_norm), DeepSeek-style expert fields
     "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
     "gemma4_unified_text": "gemma4_text",
-    "ministral": "mistral",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows  # Gemma 4 "unified": its vision tokens attend both ways
+    "ministral": "mistral",
+    # Phi-4-multimodal: Phi-4-mini's decoder; its speech and vision LoRA adapters run only on
+    # those inputs (phi4mm: the hub's remote-code model_type; phi4_multimodal: transformers')
+    "phi4_multimodal": "phi3", "phi4mm": "phi3",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows  # Gemma 4 "unified": its vision tokens attend both ways
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
@@ -112,7 +115,7 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp1
 # Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place)
 NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
