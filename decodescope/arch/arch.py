@@ -47,8 +47,10 @@ class Arch:
         # the layer sums are read several times a run (table, JSON): summed once here, over the
         # distinct layers (set, not cached on first use: see Tensor)
         counts = Counter(self.layers).items()
-        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors()) for x, n in counts),
-                                                   sum(n * active_params(x) for x, n in counts)))
+        own = [(x, n) for x, n in counts if not x.reuses]
+        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors()) for x, n in own),
+                                                   sum(n * active_params(x) for x, n in own),
+                                                   sum(n * active_params(x) for x, n in counts if x.reuses)))
 
     @property
     def embedding(self) -> Tensor:
@@ -94,7 +96,8 @@ class Arch:
 
     @property
     def params_read_per_token(self) -> int:
-        return self.params_layers_active + self.lm_head.params + self.final_norm.params
+        # a reused layer's weights are read again on each pass through it
+        return self.params_layers_active + self._layer_params[2] + self.lm_head.params + self.final_norm.params
 
     @property
     def params_mtp(self) -> int:

@@ -386,6 +386,9 @@ class Layer:
     mixer: Mixer | None
     mlp: MLP | None
     extra: tuple[Tensor, ...] = ()  # family-specific norms and norm biases (Gemma 2/3 sandwich norms)
+    # runs the weights of a layer before it (a shared block, a looped layer): read every pass,
+    # held and counted with that layer; its KV cache and state are its own
+    reuses: bool = False
 
     def tensors(self) -> list[Tensor]:
         return list(_layer_tensors(self))
