@@ -25,7 +25,11 @@ INT_RANGES = {
     # GPT-2, StarCoder and OPT: the MLP width, the embedding width, the rows of the learned position table
     "ffn_dim": _SIZE, "n_inner": _SIZE, "word_embed_proj_dim": _SIZE,
     **dict.fromkeys(("n_positions", "max_position_embeddings"), (1, 1 << 31)),
-    "num_ln_in_parallel_attn": _COUNT, "expand": _COUNT, "expansion_ratio": _COUNT,  # expand: Mamba's inner width over hidden
+    # Falcon's norms per block; Mamba's and MPT's inner widths over hidden
+    "num_ln_in_parallel_attn": _COUNT, "expand": _COUNT, "expansion_ratio": _COUNT,
+    # Zamba / Zamba2: Mamba heads and groups, shared blocks, the adapters' rank, the attention's width
+    **dict.fromkeys(("n_mamba_heads", "mamba_ngroups", "num_mem_blocks"), _COUNT),
+    **dict.fromkeys(("adapter_rank", "attention_hidden_size"), _SIZE),
     # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
     "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)

@@ -13,8 +13,10 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
+from decodescope.arch.dory import build_dory
 from decodescope.arch.mla_families import build_dots3_note, build_hy_v4
 from decodescope.arch.qwen4 import build_qwen4_exp
+from decodescope.arch.zamba import build_zamba, build_zamba2
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
@@ -65,6 +67,8 @@ FAMILIES = {
     "kimi_linear": build_kimi_linear,
     "bailing_hybrid": build_bailing_hybrid,  # Ling 3.0 (KDA + gated MLA), Ling / Ring 2.5-2.6 (Lightning + MLA)
     "mamba2": build_mamba2,
+    "zamba2": build_zamba2,  # Zyphra Zamba2: Mamba2 layers and shared attention blocks
+    "zamba": build_zamba,  # Zyphra Zamba (v1): multi-head Mamba layers and one shared attention block
     **dict.fromkeys(("mamba", "falcon_mamba"), build_mamba1),
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
@@ -84,6 +88,7 @@ FAMILIES = {
     **dict.fromkeys(("dots3_note", "dots3_note_text"), build_dots3_note),
     # Qwen3.8-Flash-Next: Qwen3.5-MoE with hyper-connections, n-gram per-layer embeddings, QSA
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), build_qwen4_exp),
+    "dory": build_dory,  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -112,10 +117,11 @@ SAME_AS = {
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp16",
           "float8_e4m3fn": "fp8"}
 # families whose final norm holds no weights (OLMo v1's non-parametric LayerNorm, nanochat's RMSNorm;
-# Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place)
-NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text")
+# Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place;
+# Dory's final norm is a weightless L2 projection)
+NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
