@@ -11,7 +11,7 @@ import pytest
 
 from decodescope.arch import load_arch
 from decodescope.errors import DecodescopeError
-from decodescope.model import make_deployment
+from decodescope.model import make_deployment, predict
 from decodescope.model.memory import per_request_cache
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -231,3 +231,14 @@ def test_gptj_bloom_and_mpt_layouts_by_hand():
     assert "word_embeddings_layernorm.weight" not in _names(bloom.layers[1])
     mpt = load_arch(str(CONFIGS / "transformers__MptConfig-defaults.json"))
     assert not [n for n in _names(mpt.layers[0]) if n.endswith("bias")]
+
+
+def test_a_context_past_a_learned_position_table_is_flagged_as_impossible():
+    """GPT-2's 1024 learned positions: a 2001-token context has no position row (engines refuse
+    it); a rope model past its max_position_embeddings only runs untrained (Llama-3.1-8B)."""
+    gpt2 = load_arch(str(CONFIGS / "openai-community__gpt2.json"))
+    notes = predict(gpt2, make_deployment(gpt2, "h100-sxm", context=2000), max_positions=1024).notes
+    assert any("learned position table has no row past it" in n for n in notes)
+    llama = load_arch("llama-3.1-8b")
+    notes = predict(llama, make_deployment(llama, "h100-sxm", context=200_000), max_positions=131072).notes
+    assert any("not trained that long" in n for n in notes)

@@ -173,8 +173,11 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
     notes += batched_moe_note(arch, d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
+        # a learned position table (GPT-2, OPT) has no row past its end: engines refuse such requests
+        learned = any(t.name == "position_embeddings" for t in arch.input_tables)
         notes += (f"context {end} tokens is beyond the model's max_position_embeddings {max_positions}: "
-                  "it was not trained that long (quality, not speed, is at stake)",)
+                  + ("its learned position table has no row past it, so engines refuse the request" if learned
+                     else "it was not trained that long (quality, not speed, is at stake)"),)
     weights = next((c.bytes for c in expected.breakdown if c.component == "weights"), 0.0)
     m = memory_fit(arch, d)
     return Prediction(arch, d, ceiling, expected, weights, m, compute_bound_batch(arch, d), notes, found,
