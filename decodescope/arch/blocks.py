@@ -41,7 +41,7 @@ class Tensor:
         return self._hash
 
 
-def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
+def linear_tensors(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
     ts = [Tensor(name, (out_f, in_f), shard, **kw)]
     if bias:  # a bias follows its weight's output split; it stays 16-bit
         bshard = "rep" if shard == "row" else shard
@@ -50,7 +50,7 @@ def _linear(name, out_f, in_f, shard, bias=False, **kw) -> list[Tensor]:
     return ts
 
 
-def _norm(name, n) -> Tensor:
+def norm_tensor(name, n) -> Tensor:
     return Tensor(name, (n,), "rep", linear=False)
 
 
@@ -98,18 +98,18 @@ class Attention:
         q_out = self.num_attention_heads * d * (2 if self.attn_output_gate else 1)
         kv_out = self.num_key_value_heads * d
         b, kv = self.attention_bias, self.num_key_value_heads
-        ts = [_norm("input_layernorm", h)]
-        ts += _linear("q_proj", q_out, h, "col", b)
+        ts = [norm_tensor("input_layernorm", h)]
+        ts += linear_tensors("q_proj", q_out, h, "col", b)
         if not self.kv_shared:
-            ts += _linear("k_proj", kv_out, h, "kv", b, kv_heads=kv)
+            ts += linear_tensors("k_proj", kv_out, h, "kv", b, kv_heads=kv)
         if self.v_proj and not self.kv_shared:
-            ts += _linear("v_proj", kv * self.v_dim, h, "kv", b, kv_heads=kv)
-        ts += _linear("o_proj", h, self.num_attention_heads * self.v_dim, "row", self.o_bias)
+            ts += linear_tensors("v_proj", kv * self.v_dim, h, "kv", b, kv_heads=kv)
+        ts += linear_tensors("o_proj", h, self.num_attention_heads * self.v_dim, "row", self.o_bias)
         if self.qk_norm and self.qk_norm_full:
             ts += [Tensor("q_norm", (self.num_attention_heads * d,), "col", linear=False),
                    Tensor("k_norm", (kv_out,), "kv", linear=False, kv_heads=kv)]
         elif self.qk_norm:
-            ts += [_norm("q_norm", d)] + ([] if self.kv_shared else [_norm("k_norm", d)])
+            ts += [norm_tensor("q_norm", d)] + ([] if self.kv_shared else [norm_tensor("k_norm", d)])
         if self.sinks:
             ts.append(Tensor("sinks", (self.num_attention_heads,), "col", linear=False))
         return ts
@@ -148,15 +148,15 @@ class MLA:
     def tensors(self) -> list[Tensor]:
         h, n = self.hidden_size, self.num_attention_heads
         qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-        ts = [_norm("input_layernorm", h)]
+        ts = [norm_tensor("input_layernorm", h)]
         if self.q_lora_rank:
             ts += [Tensor("q_a_proj", (self.q_lora_rank, h), "rep"),
-                   _norm("q_a_layernorm", self.q_lora_rank),
+                   norm_tensor("q_a_layernorm", self.q_lora_rank),
                    Tensor("q_b_proj", (n * qk, self.q_lora_rank), "col")]
         else:
             ts.append(Tensor("q_proj", (n * qk, h), "col"))
         ts += [Tensor("kv_a_proj_with_mqa", (self.kv_lora_rank + self.qk_rope_head_dim, h), "rep"),
-               _norm("kv_a_layernorm", self.kv_lora_rank),
+               norm_tensor("kv_a_layernorm", self.kv_lora_rank),
                Tensor("kv_b_proj", (n * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank), "col"),
                Tensor("o_proj", (h, n * self.v_head_dim), "row")]
         if self.index_topk:  # indexer: its query from the q latent, one shared key, per-head weights
@@ -218,7 +218,7 @@ class GatedDeltaNet(StateMixer):
 
     def tensors(self) -> list[Tensor]:
         h, nv = self.hidden_size, self.linear_num_value_heads
-        return [_norm("input_layernorm", h),
+        return [norm_tensor("input_layernorm", h),
                 Tensor("in_proj_qkv", (self.conv_dim, h), "col"),
                 Tensor("in_proj_z", (self.value_dim, h), "col"),
                 Tensor("in_proj_b", (nv, h), "col"),
@@ -226,7 +226,7 @@ class GatedDeltaNet(StateMixer):
                 Tensor("conv1d", (self.conv_dim, self.linear_conv_kernel_dim), "col", linear=False),
                 Tensor("dt_bias", (nv,), "col", linear=False),
                 Tensor("A_log", (nv,), "col", linear=False),
-                _norm("norm", self.linear_value_head_dim),
+                norm_tensor("norm", self.linear_value_head_dim),
                 Tensor("out_proj", (h, self.value_dim), "row")]
 
     def state_bytes(self, tp: int) -> float:
@@ -263,8 +263,8 @@ class Mamba2(StateMixer):
     def tensors(self) -> list[Tensor]:
         h, nh = self.hidden_size, self.mamba_num_heads
         in_out = 2 * self.intermediate + 2 * self.n_groups * self.ssm_state_size + nh  # z, xBC, dt
-        ts = [_norm("norm", h)]
-        ts += _linear("in_proj", in_out, h, "col", self.mamba_proj_bias)
+        ts = [norm_tensor("norm", h)]
+        ts += linear_tensors("in_proj", in_out, h, "col", self.mamba_proj_bias)
         ts.append(Tensor("conv1d", (self.conv_dim, self.conv_kernel), "col", linear=False))
         if self.use_conv_bias:
             ts.append(Tensor("conv1d.bias", (self.conv_dim,), "col", linear=False))
@@ -273,7 +273,7 @@ class Mamba2(StateMixer):
                Tensor("D", (nh,), "col", linear=False)]
         if self.gated_norm:
             ts.append(Tensor("mixer_norm", (self.intermediate,), "col", linear=False))
-        ts += _linear("out_proj", h, self.intermediate, "row", self.mamba_proj_bias)
+        ts += linear_tensors("out_proj", h, self.intermediate, "row", self.mamba_proj_bias)
         return ts
 
     def state_bytes(self, tp: int) -> float:
@@ -294,8 +294,8 @@ class Mamba1(Mamba2):
 
     def tensors(self) -> list[Tensor]:
         h, inner, n, r = self.hidden_size, self.intermediate, self.ssm_state_size, self.dt_rank
-        ts = [_norm("norm", h)]
-        ts += _linear("in_proj", 2 * inner, h, "col", self.mamba_proj_bias)  # x and z
+        ts = [norm_tensor("norm", h)]
+        ts += linear_tensors("in_proj", 2 * inner, h, "col", self.mamba_proj_bias)  # x and z
         ts.append(Tensor("conv1d", (inner, self.conv_kernel), "col", linear=False))
         if self.use_conv_bias:
             ts.append(Tensor("conv1d.bias", (inner,), "col", linear=False))
@@ -305,7 +305,7 @@ class Mamba1(Mamba2):
         if self.dt_bc_norms:  # Jamba normalises dt, B and C
             ts += [Tensor("dt_layernorm", (r,), "rep", linear=False), Tensor("b_layernorm", (n,), "rep", linear=False),
                    Tensor("c_layernorm", (n,), "rep", linear=False)]
-        ts += _linear("out_proj", h, inner, "row", self.mamba_proj_bias)
+        ts += linear_tensors("out_proj", h, inner, "row", self.mamba_proj_bias)
         return ts
 
 
@@ -321,11 +321,11 @@ class DenseMLP:
 
     def tensors(self) -> list[Tensor]:
         h, i = self.hidden_size, self.intermediate_size
-        ts = [_norm("post_attention_layernorm", h)] if self.norm else []
+        ts = [norm_tensor("post_attention_layernorm", h)] if self.norm else []
         if self.gated:
-            ts += _linear("gate_proj", i, h, "col", self.bias)
-        ts += _linear("up_proj", i, h, "col", self.bias)
-        ts += _linear("down_proj", h, i, "row", self.bias)
+            ts += linear_tensors("gate_proj", i, h, "col", self.bias)
+        ts += linear_tensors("up_proj", i, h, "col", self.bias)
+        ts += linear_tensors("down_proj", h, i, "row", self.bias)
         return ts
 
 
@@ -351,7 +351,7 @@ class MoE:
 
     def tensors(self) -> list[Tensor]:
         h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
-        ts = [_norm("post_attention_layernorm", h)] if self.norm else []
+        ts = [norm_tensor("post_attention_layernorm", h)] if self.norm else []
         ts.append(Tensor("router", (e, h), "rep", linear=False))
         if self.router_bias:
             ts.append(Tensor("router.bias", (e,), "rep", linear=False))
@@ -359,8 +359,8 @@ class MoE:
         if self.latent_size:
             ts += [Tensor("fc1_latent_proj", (x, h), "rep"), Tensor("fc2_latent_proj", (h, x), "rep")]
         up = 2 * i if self.gated else i
-        ts += _linear("experts.gate_up_proj", up, x, "col", self.bias, experts=e)
-        ts += _linear("experts.down_proj", x, i, "row", self.bias, experts=e)
+        ts += linear_tensors("experts.gate_up_proj", up, x, "col", self.bias, experts=e)
+        ts += linear_tensors("experts.down_proj", x, i, "row", self.bias, experts=e)
         if self.shared_expert_intermediate_size:
             s = self.shared_expert_intermediate_size
             ts += [Tensor("shared_expert.gate_up_proj", (2 * s if self.gated else s, h), "col"),

@@ -30,6 +30,9 @@ INT_RANGES = {
     # Zamba / Zamba2: Mamba heads and groups, shared blocks, the adapters' rank, the attention's width
     **dict.fromkeys(("n_mamba_heads", "mamba_ngroups", "num_mem_blocks"), _COUNT),
     **dict.fromkeys(("adapter_rank", "attention_hidden_size"), _SIZE),
+    "gated_norm_rank": _SIZE,  # A.X K2's low-rank gated norms
+    # ZAYA1: the taps of its q/k convolutions, its router MLP's width
+    "cca_time0": _COUNT, "cca_time1": _COUNT, "router_hidden_size": _SIZE,
     # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
     "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)

@@ -14,6 +14,7 @@ class ParallelHybrid:
     outputs summed. A token keeps both a KV cache (attention) and a recurrent state (Mamba2)."""
     attention: Attention
     mamba: Mamba2
+    reductions = 2  # TP allreduces: attention's and Mamba2's row-parallel outputs, apart
 
     @property
     def parts(self) -> tuple[Attention, Mamba2]:

@@ -93,7 +93,7 @@ def _mla(f: Fields, topk: int, own_index: bool, **kw) -> GatedMLA:
                     index_head_dim=f.need("index_head_dim", why) if own_index else 0, index_topk=topk, **kw)
 
 
-def _mlp(f: Fields, i: int):
+def router_biased_mlp(f: Fields, i: int):
     # sigmoid routing with a per-expert correction bias (e_score_correction_bias: in the
     # checkpoint, a buffer transformers does not count)
     mlp = decoder_mlp(f, i)
@@ -131,10 +131,10 @@ def build_hy_v4(f: Fields):
     head = (Tensor("hc_head.hc_fn", (hc, hc * h), "rep", linear=False),
             Tensor("hc_head.hc_base", (hc,), "rep", linear=False),
             Tensor("hc_head.hc_scale", (1,), "rep", linear=False))
-    layers = [Layer("mla", _mla(f, topk, o, sinks=True), _mlp(f, i), mix + (head if i == n - 1 else ()))
+    layers = [Layer("mla", _mla(f, topk, o, sinks=True), router_biased_mlp(f, i), mix + (head if i == n - 1 else ()))
               for i, o in enumerate(own)]
     # the MTP layer runs its own indexer and has no hyper-connections
-    mtp = nextn_mtp(f, Layer("mla", _mla(f, topk, True, sinks=True), _mlp(f, n)))
+    mtp = nextn_mtp(f, Layer("mla", _mla(f, topk, True, sinks=True), router_biased_mlp(f, n)))
     notes = (f"sparse attention: each token attends to the top {topk} cached tokens; {sum(own)} of {n} layers "
              "run an indexer (and cache its keys), the others reuse the top-k of the last one before them",)
     return layers, mtp, notes
@@ -212,7 +212,7 @@ def _dots3_layer_fields(f: Fields, types: list[str]) -> list[Fields]:
 
 
 def _dots3_mlp(f: Fields, i: int):
-    mlp = _mlp(f, i)
+    mlp = router_biased_mlp(f, i)
     if not isinstance(mlp, MoE):
         return mlp
     shared = f.need("moe_shared_expert_intermediate_size") * f.get("n_shared_experts", default=1)

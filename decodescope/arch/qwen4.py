@@ -165,11 +165,12 @@ class PLEConv(StateMixer):
 class WithPLE:
     """The mixer of a PLE layer: its Gated DeltaNet and, beside it, the PLE (both keep a state).
     As for Falcon-H1's parallel mixer, decodescope.model charges one more allreduce per pass for
-    it: SGLang's vocab-parallel n-gram table sums its gathered rows over TP (VocabParallelEmbedding),
+    it (`reductions`): SGLang's vocab-parallel n-gram table sums its gathered rows over TP (VocabParallelEmbedding),
     [tokens, ple_embed_dim] in bf16, charged at hidden_size (ple_embed_dim's default and the
     release's value)."""
     mixer: HCGatedDeltaNet
     ple: PLEConv
+    reductions = 2  # TP allreduces: the Gated DeltaNet's output and the gathered n-gram rows
 
     @property
     def parts(self) -> tuple[HCGatedDeltaNet, PLEConv]:

@@ -15,8 +15,10 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
 from decodescope.arch.dory import build_dory
 from decodescope.arch.mla_families import build_dots3_note, build_hy_v4
+from decodescope.arch.axk2 import build_axk2
 from decodescope.arch.qwen4 import build_qwen4_exp
 from decodescope.arch.zamba import build_zamba, build_zamba2
+from decodescope.arch.zaya import build_zaya
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
@@ -69,6 +71,7 @@ FAMILIES = {
     "mamba2": build_mamba2,
     "zamba2": build_zamba2,  # Zyphra Zamba2: Mamba2 layers and shared attention blocks
     "zamba": build_zamba,  # Zyphra Zamba (v1): multi-head Mamba layers and one shared attention block
+    "zaya": build_zaya,  # Zyphra ZAYA1: compressed convolutional attention + a top-1 MoE with an MLP router
     **dict.fromkeys(("mamba", "falcon_mamba"), build_mamba1),
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
@@ -89,6 +92,7 @@ FAMILIES = {
     # Qwen3.8-Flash-Next: Qwen3.5-MoE with hyper-connections, n-gram per-layer embeddings, QSA
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), build_qwen4_exp),
     "dory": build_dory,  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
+    "axk2": build_axk2,  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -121,7 +125,7 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp1
 # Dory's final norm is a weightless L2 projection)
 NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba", "zaya")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:

@@ -291,11 +291,11 @@ def reduce_and_floor_ops(layer: Layer, tokens: int, d: Deployment, r: Rates) -> 
         msg = tokens * layer_hidden(layer) * ACT_BYTES
         ops += [allreduce_op(f"{part} allreduce", msg, d.tp, r)
                 for part in ("mixer", "mlp") if getattr(layer, part) is not None]
-        if getattr(layer.mixer, "parts", None):  # Falcon-H1: attention and Mamba2 each reduce their
-            # row-parallel output; vLLM's FalconH1ParallelHybrid sums the two after both reductions.
-            # Qwen4-Exp's PLE layers (decodescope.arch.qwen4.WithPLE): the vocab-parallel n-gram
-            # table's gathered rows are summed over TP
-            ops.append(allreduce_op("mixer allreduce", msg, d.tp, r))
+        # a mixer that reduces more than once (its `reductions`): Falcon-H1's attention and Mamba2
+        # each reduce their row-parallel output (vLLM's FalconH1ParallelHybrid sums the two after
+        # both); Qwen4-Exp's PLE layers sum the vocab-parallel n-gram table's gathered rows over TP
+        ops += [allreduce_op("mixer allreduce", msg, d.tp, r)
+                for _ in range(getattr(layer.mixer, "reductions", 1) - 1)]
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, layer.kernels * r.kernel_floor_s, "fixed"))
     return ops
 
