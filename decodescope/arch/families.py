@@ -90,7 +90,8 @@ def build_cohere(f: Fields):
     has no norm of its own."""
     n, mt = f.need("num_hidden_layers"), f.str_("model_type")
     qk = bool(f.get("use_qk_norm", default=False))
-    types = f.list_("layer_types", str)
+    types = per_layer_words(f, "layer_types", n, ("full_attention", "sliding_attention")) \
+        if f.get("layer_types") is not None else None
     if mt.startswith("cohere2") and not types:  # every sliding_window_pattern-th layer is global
         p = f.get("sliding_window_pattern", default=4)
         types = ["full_attention" if (i + 1) % p == 0 else "sliding_attention" for i in range(n)]

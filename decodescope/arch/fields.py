@@ -33,6 +33,12 @@ INT_RANGES = {
     "gated_norm_rank": _SIZE,  # A.X K2's low-rank gated norms
     # ZAYA1: the taps of its q/k convolutions, its router MLP's width
     "cca_time0": _COUNT, "cca_time1": _COUNT, "router_hidden_size": _SIZE,
+    # Inkling: sliding layers' query heads, relative-bias width and reach, window, short-conv taps, dense layers
+    "swa_num_attention_heads": _COUNT, "d_rel": _SIZE, "rel_extent": _SIZE, "sliding_window_size": (1, 1 << 31),
+    "conv_kernel_size": _COUNT, "sconv_kernel_size": _COUNT, "num_mtp_layers": (0, 64), "dense_mlp_idx": (0, 1024),
+    # Inkling 2 Loop: the looped layers [start, end), their passes, the message gates' rank
+    "loop_layer_index_start": (0, 1024), "loop_layer_index_end": (0, 1024), "loop_num_passes": (1, 64),
+    "loop_gate_rank": _SIZE,
     # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
     "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)

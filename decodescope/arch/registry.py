@@ -19,6 +19,8 @@ from decodescope.arch.axk2 import build_axk2
 from decodescope.arch.qwen4 import build_qwen4_exp
 from decodescope.arch.zamba import build_zamba, build_zamba2
 from decodescope.arch.zaya import build_zaya
+from decodescope.arch.north_aria import build_aria
+from decodescope.arch.inkling import build_inkling, build_inkling2, build_inkling2_loop
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
@@ -93,6 +95,11 @@ FAMILIES = {
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), build_qwen4_exp),
     "dory": build_dory,  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
     "axk2": build_axk2,  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
+    "aria_text": build_aria,  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
+    # Thinking Machines Inkling: relative-bias attention with short convs on k, v and both sublayers' outputs
+    **dict.fromkeys(("inkling_text", "inkling_mm_model"), build_inkling),
+    **dict.fromkeys(("inkling2_text", "inkling2"), build_inkling2),  # Inkling 2: block attention residuals, gated output, dynamic convs
+    **dict.fromkeys(("inkling2_loop_text", "inkling2_loop"), build_inkling2_loop),  # Inkling 2 with layers looped (Layer.reuses)
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -113,6 +120,9 @@ SAME_AS = {
     "ministral": "mistral",
     # Phi-4-multimodal: Phi-4-mini's decoder; its speech and vision LoRA adapters run only on
     # those inputs (phi4mm: the hub's remote-code model_type; phi4_multimodal: transformers')
+    # Cohere North / Compass (North-Micro-Vision-Instruct's language model): Cohere's parallel block,
+    # its sliding layers named in layer_types
+    "cohere_compass_text": "cohere", "cohere_compass": "cohere",
     "phi4_multimodal": "phi3", "phi4mm": "phi3",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows  # Gemma 4 "unified": its vision tokens attend both ways
 }
 
