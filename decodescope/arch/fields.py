@@ -31,6 +31,10 @@ INT_RANGES = {
     **dict.fromkeys(("n_mamba_heads", "mamba_ngroups", "num_mem_blocks"), _COUNT),
     **dict.fromkeys(("adapter_rank", "attention_hidden_size"), _SIZE),
     "gated_norm_rank": _SIZE,  # A.X K2's low-rank gated norms
+    # RecurrentGemma: the RG-LRU's width, its conv taps, the local attention's window
+    "lru_width": _SIZE, "conv1d_width": _COUNT, "attention_window_size": (1, 1 << 31),
+    # HRM-Text: the layers of each of its two stacks, the loops over them
+    "num_layers_per_stack": (1, 1024), "H_cycles": (1, 64), "L_cycles": (1, 64),
     # ZAYA1: the taps of its q/k convolutions, its router MLP's width
     "cca_time0": _COUNT, "cca_time1": _COUNT, "router_hidden_size": _SIZE,
     # Inkling: sliding layers' query heads, relative-bias width and reach, window, short-conv taps, dense layers
@@ -68,6 +72,7 @@ INT_RANGES = {
     # speculative modules: the released ones carry 1 to 3
     **dict.fromkeys(("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules"), (0, 64)),
     **dict.fromkeys(("sliding_window", "attention_chunk_size", "index_topk"), (0, 1 << 31)),
+    "window_size": (1, 1 << 31),  # GPT-Neo's local layers: the keys each query sees
 }
 MAX_LIST = 4096  # longest per-layer list (layer_types, pattern letters, block_configs)
 

@@ -20,7 +20,9 @@ from decodescope.arch.qwen4 import build_qwen4_exp
 from decodescope.arch.zamba import build_zamba, build_zamba2
 from decodescope.arch.zaya import build_zaya
 from decodescope.arch.north_aria import build_aria
+from decodescope.arch.older import build_diffllama, build_doge, build_gpt_neo, build_jetmoe, build_persimmon
 from decodescope.arch.inkling import build_inkling, build_inkling2, build_inkling2_loop
+from decodescope.arch.recurrent import build_hrm_text, build_recurrent_gemma
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
@@ -100,6 +102,13 @@ FAMILIES = {
     **dict.fromkeys(("inkling_text", "inkling_mm_model"), build_inkling),
     **dict.fromkeys(("inkling2_text", "inkling2"), build_inkling2),  # Inkling 2: block attention residuals, gated output, dynamic convs
     **dict.fromkeys(("inkling2_loop_text", "inkling2_loop"), build_inkling2_loop),  # Inkling 2 with layers looped (Layer.reuses)
+    "recurrent_gemma": build_recurrent_gemma,  # Google RecurrentGemma (Griffin): RG-LRU blocks and local attention
+    "hrm_text": build_hrm_text,  # Sapient HRM-Text: an L and an H stack run in loops (Layer.reuses)
+    "gpt_neo": build_gpt_neo,  # EleutherAI GPT-Neo: global and local (windowed) attention alternating
+    "persimmon": build_persimmon,  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
+    "jetmoe": build_jetmoe,  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
+    "diffllama": build_diffllama,  # differential attention: Llama's tensors + four lambda vectors per layer
+    "doge": build_doge,  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -132,10 +141,12 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp1
           "float8_e4m3fn": "fp8"}
 # families whose final norm holds no weights (OLMo v1's non-parametric LayerNorm, nanochat's RMSNorm;
 # Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place;
-# Dory's final norm is a weightless L2 projection)
-NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory")
+# Dory's final norm is a weightless L2 projection; HRM-Text's stacks end in weightless RMSNorms)
+NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory", "hrm_text")
 # transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba", "zaya")
+TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba", "zaya", "recurrent_gemma")
+# tied by default, matched whole (a prefix "gpt_neo" would also catch gpt_neox, which is untied)
+TIED_EXACTLY = ("gpt_neo", "jetmoe")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
@@ -161,7 +172,7 @@ def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
     mt = f.str_("model_type")
-    tie_default, same_note = mt.startswith(TIED_BY_DEFAULT), ()
+    tie_default, same_note = mt.startswith(TIED_BY_DEFAULT) or mt in TIED_EXACTLY, ()
     if mt in SAME_AS:
         same_note = (f"model_type {mt}: built as {SAME_AS[mt]}, the same decoder tensor for tensor",)
         mt = SAME_AS[mt]
