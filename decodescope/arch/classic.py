@@ -41,16 +41,16 @@ def classic_fields(f: Fields) -> Fields:
     return Fields(data, f.source)
 
 
-def _vec(name: str, n: int, shard: str = "rep") -> Tensor:
+def vector(name: str, n: int, shard: str = "rep") -> Tensor:
     """A norm weight or a bias: n values, kept 16-bit."""
     return Tensor(name, (n,), shard, linear=False)
 
 
-def _biases(h: int, *norms: str) -> tuple[Tensor, ...]:
-    return tuple(_vec(f"{name}.bias", h) for name in norms)
+def biases(h: int, *norms: str) -> tuple[Tensor, ...]:
+    return tuple(vector(f"{name}.bias", h) for name in norms)
 
 
-def _head_dim(f: Fields) -> int:
+def even_head_dim(f: Fields) -> int:
     """hidden_size / heads, which these families' fused projections assume (their configs check it)."""
     h, heads = f.need("hidden_size"), f.need("num_attention_heads")
     if h % heads:
@@ -59,22 +59,26 @@ def _head_dim(f: Fields) -> int:
     return h // heads
 
 
+def with_tail(layers: list[Layer], tail: tuple[Tensor, ...]) -> list[Layer]:
+    """`layers`, the last also holding the model's `tail` vectors (a final LayerNorm's bias)."""
+    return layers[:-1] + [replace(layers[-1], extra=layers[-1].extra + tail)]
+
+
 def _stack(f: Fields, layer: Layer, tail: tuple[Tensor, ...]) -> list[Layer]:
     """num_hidden_layers copies of `layer`, the last also holding the model's `tail` vectors."""
-    n = f.need("num_hidden_layers")
-    return [layer] * (n - 1) + [replace(layer, extra=layer.extra + tail)]
+    return with_tail([layer] * f.need("num_hidden_layers"), tail)
 
 
 def build_gpt_neox(f: Fields):
     """GPT-NeoX-20B / Pythia: fused biased query_key_value and dense (attention_bias), a plain
     GELU MLP with biases, two LayerNorms with biases per layer whether or not the block runs
     attention and MLP in parallel (use_parallel_residual), untied embed_out."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     bias = bool(f.get("attention_bias", default=True))
     attn = attention(f, attention_bias=bias, o_bias=bias, num_key_value_heads=h // d, head_dim=d)
     mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=True)
-    layer = Layer("attention", attn, mlp, _biases(h, "input_layernorm", "post_attention_layernorm"))
-    return _stack(f, layer, _biases(h, "final_layer_norm")), [], ()
+    layer = Layer("attention", attn, mlp, biases(h, "input_layernorm", "post_attention_layernorm"))
+    return _stack(f, layer, biases(h, "final_layer_norm")), [], ()
 
 
 def _falcon_kv_heads(f: Fields, heads: int) -> int:
@@ -91,7 +95,7 @@ def build_falcon(f: Fields):
     off one LayerNorm, or off two (ln_attn, ln_mlp) where num_ln_in_parallel_attn is 2 (the new
     layout's default), or in sequence with two norms (parallel_attn false); every Linear biased
     with bias; a tied head by default."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     bias = bool(f.get("bias", default=False))
     attn = attention(f, attention_bias=bias, o_bias=bias, num_key_value_heads=_falcon_kv_heads(f, h // d),
                      head_dim=d)
@@ -99,8 +103,8 @@ def build_falcon(f: Fields):
     two_norms = not f.get("parallel_attn", default=True) or n_ln == 2
     mlp = DenseMLP(h, f.get("ffn_hidden_size", default=4 * h), gated=False, bias=bias, norm=two_norms)
     norms = ("input_layernorm", "post_attention_layernorm") if two_norms else ("input_layernorm",)
-    layer = Layer("attention", attn, mlp, _biases(h, *norms))
-    return _stack(f, layer, _biases(h, "ln_f")), [], ()
+    layer = Layer("attention", attn, mlp, biases(h, *norms))
+    return _stack(f, layer, biases(h, "ln_f")), [], ()
 
 
 def build_phi(f: Fields):
@@ -110,11 +114,11 @@ def build_phi(f: Fields):
     h, heads = f.need("hidden_size"), f.need("num_attention_heads")
     attn = attention(f, attention_bias=True, o_bias=True)
     # PhiAttention sizes its q/k LayerNorms hidden_size // heads, whatever head_dim says
-    qk = tuple(_vec(norm + part, h // heads) for norm in ("q_layernorm", "k_layernorm")
+    qk = tuple(vector(norm + part, h // heads) for norm in ("q_layernorm", "k_layernorm")
                for part in ("", ".bias")) if f.get("qk_layernorm") else ()
     mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=True, norm=False)
-    layer = Layer("attention", attn, mlp, _biases(h, "input_layernorm") + qk)
-    tail = _biases(h, "final_layernorm") + (_vec("lm_head.bias", f.need("vocab_size"), "vocab"),)
+    layer = Layer("attention", attn, mlp, biases(h, "input_layernorm") + qk)
+    tail = biases(h, "final_layernorm") + (vector("lm_head.bias", f.need("vocab_size"), "vocab"),)
     return _stack(f, layer, tail), [], ()
 
 
@@ -123,14 +127,14 @@ def build_stablelm(f: Fields):
     unbiased o_proj; with qk_layernorm a bias-free LayerNorm per head of q and of k (heads x
     head_dim values each); a SwiGLU MLP, in parallel off the input norm with
     use_parallel_residual (then no post-attention norm)."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     attn = attention(f, attention_bias=bool(f.get("use_qkv_bias", default=False)), o_bias=False, head_dim=d,
                      qk_norm=bool(f.get("qk_layernorm", default=False)), qk_norm_full=True)
     parallel = bool(f.get("use_parallel_residual", default=False))
     mlp = DenseMLP(h, f.need("intermediate_size"), norm=not parallel)
     norms = ("input_layernorm",) if parallel else ("input_layernorm", "post_attention_layernorm")
-    layer = Layer("attention", attn, mlp, _biases(h, *norms))
-    return _stack(f, layer, _biases(h, "norm")), [], ()
+    layer = Layer("attention", attn, mlp, biases(h, *norms))
+    return _stack(f, layer, biases(h, "norm")), [], ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ def build_olmo(f: Fields):
     return [Layer("attention", attn, mlp)] * f.need("num_hidden_layers"), [], ()
 
 
-def _positions(f: Fields, rows: int) -> tuple[Tensor, ...]:
+def position_table(f: Fields, rows: int) -> tuple[Tensor, ...]:
     """A learned position table of `rows` x hidden: gathered a row per token (Arch.input_tables)."""
     return (Tensor("position_embeddings", (rows, f.need("hidden_size")), "vocab", linear=False),)
 
@@ -162,12 +166,12 @@ def build_gpt2(f: Fields):
     rows), biased LayerNorms before attention and MLP, a fused biased c_attn (multi-query in
     gpt_bigcode unless multi_query is false: one K/V head) and c_proj, a plain GELU MLP of
     n_inner (4 x hidden by default) with biases; a tied head."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     mqa = f.str_("model_type") == "gpt_bigcode" and f.get("multi_query", default=True)
     attn = attention(f, attention_bias=True, o_bias=True, num_key_value_heads=1 if mqa else h // d, head_dim=d)
     mlp = DenseMLP(h, f.get("n_inner") or 4 * h, gated=False, bias=True)
-    layer = Layer("attention", attn, mlp, _biases(h, "input_layernorm", "post_attention_layernorm"))
-    return _stack(f, layer, _biases(h, "ln_f")), [], (), _positions(f, f.need("n_positions", "learned positions"))
+    layer = Layer("attention", attn, mlp, biases(h, "input_layernorm", "post_attention_layernorm"))
+    return _stack(f, layer, biases(h, "ln_f")), [], (), position_table(f, f.need("n_positions", "learned positions"))
 
 
 def build_opt(f: Fields):
@@ -176,27 +180,27 @@ def build_opt(f: Fields):
     (ffn_dim) with biases, a tied head. The final LayerNorm is absent where the config says
     _remove_final_layer_norm or do_layer_norm_before is false (opt-350m, whose 512-wide
     embeddings are refused below)."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     if f.get("word_embed_proj_dim", default=h) != h:
         raise DecodescopeError(f"{f.source}: word_embed_proj_dim {f.get('word_embed_proj_dim')} differs from "
                                f"hidden_size {h} (opt-350m's projected embeddings)",
                                "decodescope reads OPT models whose embeddings are hidden_size wide")
     attn = attention(f, attention_bias=True, o_bias=True, num_key_value_heads=h // d, head_dim=d)
     mlp = DenseMLP(h, f.need("ffn_dim", "the MLP"), gated=False, bias=True)
-    layer = Layer("attention", attn, mlp, _biases(h, "input_layernorm", "post_attention_layernorm"))
-    tail = () if f.get("_remove_final_layer_norm", default=False) else _biases(h, "final_layer_norm")
-    return _stack(f, layer, tail), [], (), _positions(f, f.need("max_position_embeddings") + 2)
+    layer = Layer("attention", attn, mlp, biases(h, "input_layernorm", "post_attention_layernorm"))
+    tail = () if f.get("_remove_final_layer_norm", default=False) else biases(h, "final_layer_norm")
+    return _stack(f, layer, tail), [], (), position_table(f, f.need("max_position_embeddings") + 2)
 
 
 def build_gptj(f: Fields):
     """GPT-J (gptj) and CodeGen (codegen, q / k / v fused, the same sizes): attention and MLP in
     parallel off one biased LayerNorm (ln_1), no attention biases, a plain GELU MLP of n_inner
     (4 x hidden by default) with biases; an untied LM head with a bias."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     attn = attention(f, attention_bias=False, o_bias=False, num_key_value_heads=h // d, head_dim=d)
     mlp = DenseMLP(h, f.get("n_inner") or 4 * h, gated=False, bias=True, norm=False)
-    tail = _biases(h, "ln_f") + (_vec("lm_head.bias", f.need("vocab_size"), "vocab"),)
-    return _stack(f, Layer("attention", attn, mlp, _biases(h, "input_layernorm")), tail), [], ()
+    tail = biases(h, "ln_f") + (vector("lm_head.bias", f.need("vocab_size"), "vocab"),)
+    return _stack(f, Layer("attention", attn, mlp, biases(h, "input_layernorm")), tail), [], ()
 
 
 def build_bloom(f: Fields):
@@ -204,12 +208,12 @@ def build_bloom(f: Fields):
     the first layer), biased LayerNorms before attention and MLP, a fused biased
     query_key_value and dense, a plain GELU MLP of 4 x hidden with biases; ALiBi, no position
     weights; a tied head."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     attn = attention(f, attention_bias=True, o_bias=True, num_key_value_heads=h // d, head_dim=d)
     layer = Layer("attention", attn, DenseMLP(h, 4 * h, gated=False, bias=True),
-                  _biases(h, "input_layernorm", "post_attention_layernorm"))
-    layers = _stack(f, layer, _biases(h, "ln_f"))
-    embedding_norm = (_vec("word_embeddings_layernorm.weight", h),) + _biases(h, "word_embeddings_layernorm")
+                  biases(h, "input_layernorm", "post_attention_layernorm"))
+    layers = _stack(f, layer, biases(h, "ln_f"))
+    embedding_norm = (vector("word_embeddings_layernorm.weight", h),) + biases(h, "word_embeddings_layernorm")
     return [replace(layers[0], extra=layers[0].extra + embedding_norm)] + layers[1:], [], ()
 
 
@@ -217,7 +221,7 @@ def build_mpt(f: Fields):
     """MPT (mpt): LayerNorms without biases, a fused Wqkv and out_proj, an ungated GELU MLP of
     expansion_ratio x hidden, no biases (no_bias, true in every released MPT; transformers'
     MptModel builds none whatever it says); ALiBi, no position weights; a tied head."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     attn = attention(f, num_key_value_heads=h // d, head_dim=d)
     mlp = DenseMLP(h, f.get("expansion_ratio", default=4) * h, gated=False)
     return [Layer("attention", attn, mlp)] * f.need("num_hidden_layers"), [], ()
@@ -233,8 +237,8 @@ def build_relu2(f: Fields):
     bias = bool(f.get("attention_bias", default=biased))
     mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=bool(f.get("mlp_bias", default=biased)))
     layer = Layer("attention", attention(f, attention_bias=bias, o_bias=bias), mlp,
-                  _biases(h, "input_layernorm", "post_attention_layernorm"))
-    return _stack(f, layer, _biases(h, "norm")), [], ()
+                  biases(h, "input_layernorm", "post_attention_layernorm"))
+    return _stack(f, layer, biases(h, "norm")), [], ()
 
 
 CLASSIC = {"gpt_neox": build_gpt_neox, **dict.fromkeys(FALCON, build_falcon), "phi": build_phi,

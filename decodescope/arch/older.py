@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from decodescope.arch.blocks import Attention, DenseMLP, Layer, Tensor, linear_tensors, norm_tensor
 from decodescope.arch.build import attention, build_decoder, moe
-from decodescope.arch.classic import _biases, _positions, _vec
+from decodescope.arch.classic import biases, even_head_dim, position_table, vector, with_tail
 from decodescope.arch.families import rename
 from decodescope.arch.fields import Fields
 from decodescope.arch.layouts import per_layer_words
@@ -19,20 +19,6 @@ from decodescope.errors import DecodescopeError
 
 # GPTNeoConfig's default attention_types: global and local alternating, 12 pairs (24 layers)
 GPT_NEO_TYPES = [[["global", "local"], 12]]
-
-
-def _with_tail(layers: list[Layer], tail: tuple[Tensor, ...]) -> list[Layer]:
-    """`layers`, the last also holding the model's `tail` vectors (a final LayerNorm's bias)."""
-    return layers[:-1] + [replace(layers[-1], extra=layers[-1].extra + tail)]
-
-
-def _head_dim(f: Fields) -> int:
-    """hidden_size / heads: these decoders split hidden_size evenly over the heads."""
-    h, heads = f.need("hidden_size"), f.need("num_attention_heads")
-    if h % heads:
-        raise DecodescopeError(f"{f.source}: hidden_size {h} is not a multiple of num_attention_heads {heads}",
-                               "these decoders split hidden_size evenly over the heads; fix either field")
-    return h // heads
 
 
 def _gpt_neo_layers(f: Fields, n: int) -> list[str]:
@@ -55,10 +41,10 @@ def build_gpt_neo(f: Fields):
     (c_fc, c_proj, intermediate_size or 4 x hidden) with biases, MHA; "local" layers attend to the
     last window_size tokens (GPTNeoSelfAttention's mask), "global" ones to all; a tied head."""
     f = rename(f, {"num_hidden_layers": "num_layers", "num_attention_heads": "num_heads"})
-    h, d, n = f.need("hidden_size"), _head_dim(f), f.need("num_hidden_layers")
+    h, d, n = f.need("hidden_size"), even_head_dim(f), f.need("num_hidden_layers")
     window = f.get("window_size", default=256)
     mlp = DenseMLP(h, f.get("intermediate_size") or 4 * h, gated=False, bias=True)
-    norms = _biases(h, "input_layernorm", "post_attention_layernorm")
+    norms = biases(h, "input_layernorm", "post_attention_layernorm")
     layers = []
     for kind in _gpt_neo_layers(f, n):
         local = kind == "local"
@@ -66,7 +52,7 @@ def build_gpt_neo(f: Fields):
                          num_key_value_heads=h // d, head_dim=d)
         layers.append(Layer("sliding_attention" if local else "attention", attn, mlp, norms))
     rows = f.need("max_position_embeddings", "learned positions")
-    return _with_tail(layers, _biases(h, "ln_f")), [], (), _positions(f, rows)
+    return with_tail(layers, biases(h, "ln_f")), [], (), position_table(f, rows)
 
 
 def build_persimmon(f: Fields):
@@ -74,13 +60,13 @@ def build_persimmon(f: Fields):
     qk_layernorm (PersimmonConfig's default) a LayerNorm with bias over each head of q and of k
     (head_dim values each); biased LayerNorms before attention, before the MLP and at the end; an
     ungated squared-ReLU MLP (dense_h_to_4h, dense_4h_to_h) with biases; an untied head."""
-    h, d = f.need("hidden_size"), _head_dim(f)
+    h, d = f.need("hidden_size"), even_head_dim(f)
     qk = bool(f.get("qk_layernorm", default=True))
     attn = attention(f, attention_bias=True, o_bias=True, num_key_value_heads=h // d, head_dim=d, qk_norm=qk)
-    qk_biases = (_vec("q_norm.bias", d), _vec("k_norm.bias", d)) if qk else ()
+    qk_biases = (vector("q_norm.bias", d), vector("k_norm.bias", d)) if qk else ()
     mlp = DenseMLP(h, f.need("intermediate_size"), gated=False, bias=True)
-    layer = Layer("attention", attn, mlp, _biases(h, "input_layernorm", "post_attention_layernorm") + qk_biases)
-    return _with_tail([layer] * f.need("num_hidden_layers"), _biases(h, "final_layernorm")), [], ()
+    layer = Layer("attention", attn, mlp, biases(h, "input_layernorm", "post_attention_layernorm") + qk_biases)
+    return with_tail([layer] * f.need("num_hidden_layers"), biases(h, "final_layernorm")), [], ()
 
 
 @dataclass(frozen=True)
@@ -114,7 +100,7 @@ def build_jetmoe(f: Fields):
     kv, experts = f.need("num_key_value_heads"), f.need("num_local_experts", "MoE routing")
     mixer = MixtureOfAttention(h, kv * top_k, kv, f.get("kv_channels", default=128), num_experts=experts)
     mlp = moe(f, moe_intermediate_size=f.need("intermediate_size", "MoE experts"))
-    layer = Layer("attention", mixer, mlp, (_vec("mlp.bias", h),))
+    layer = Layer("attention", mixer, mlp, (vector("mlp.bias", h),))
     return [layer] * f.need("num_hidden_layers"), [], ()
 
 
@@ -125,7 +111,7 @@ def build_diffllama(f: Fields):
     weights. K and V are cached as Llama's: num_key_value_heads x head_dim each per token."""
     layers, mtp, notes = build_decoder(f)
     d = layers[0].mixer.head_dim
-    lambdas = tuple(_vec(f"lambda_{v}", d) for v in ("q1", "k1", "q2", "k2"))
+    lambdas = tuple(vector(f"lambda_{v}", d) for v in ("q1", "k1", "q2", "k2"))
     return [replace(layer, extra=layer.extra + lambdas) for layer in layers], mtp, notes
 
 
@@ -145,8 +131,8 @@ def build_doge(f: Fields):
     for layer in layers:
         m = replace(layer.mixer, qk_norm=True)
         kv, d = m.num_key_value_heads, m.head_dim
-        extra = (_vec("A", kv), *linear_tensors("dt_proj", kv, kv * d, "rep", bias),
-                 _vec("input_residual", h), _vec("post_attention_residual", h))
+        extra = (vector("A", kv), *linear_tensors("dt_proj", kv, kv * d, "rep", bias),
+                 vector("input_residual", h), vector("post_attention_residual", h))
         out.append(replace(layer, mixer=m, extra=layer.extra + extra))
     return out, mtp, notes + ("Doge's dynamic mask keeps keep_window_size keys per query past that length; "
                               "counted as reading the whole cache, which it scores",)
