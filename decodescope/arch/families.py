@@ -28,9 +28,22 @@ def rename(f: Fields, names: dict, **fixed) -> Fields:
     return Fields({**data, **fixed}, f.source)
 
 
+# model_type -> {the name a builder reads: the name the family's config uses}
+RENAMES = {
+    "ernie4_5": {"attention_bias": "use_bias"},  # baidu/ERNIE-4.5-0.3B: one flag for the attention projections
+    "granitemoeshared": {"shared_expert_intermediate_size": "shared_intermediate_size"},  # a shared (gated) MLP
+    "internlm2": {"attention_bias": "bias"},  # one `bias` flag for wqkv and wo
+    **dict.fromkeys(("step3p5", "step3p7"), {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"}),
+    # Lfm2Config reads block_ff_dim and tie_embedding under these names
+    "lfm2": {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"},
+}
+
+
 def translate(f: Fields) -> Fields:
     """The config of `f` in the field names the builders read."""
     mt = f.str_("model_type")
+    if mt in RENAMES:
+        return rename(f, RENAMES[mt])
     if mt == "chatglm":  # THUDM/glm-4-9b, chatglm3-6b
         mqa = f.get("multi_query_attention", default=False)
         g = rename(f, {"num_hidden_layers": "num_layers", "vocab_size": "padded_vocab_size",
@@ -40,14 +53,8 @@ def translate(f: Fields) -> Fields:
         if mqa:
             g.data["num_key_value_heads"] = f.need("multi_query_group_num", "multi-query attention")
         return g
-    if mt == "ernie4_5":  # baidu/ERNIE-4.5-0.3B: one `use_bias` flag for the attention projections
-        return rename(f, {"attention_bias": "use_bias"})
     if mt == "bamba":  # IBM Bamba: Granite 4.0-H's layout, attention at attn_layer_indices, Mamba2 elsewhere
         return bamba_layer_types(f)
-    if mt == "granitemoeshared":  # Granite MoE with a shared (gated) MLP of shared_intermediate_size
-        return rename(f, {"shared_expert_intermediate_size": "shared_intermediate_size"})
-    if mt == "internlm2":  # one `bias` flag for wqkv and wo
-        return rename(f, {"attention_bias": "bias"})
     if mt == "ernie4_5_moe":  # baidu/ERNIE-4.5-21B-A3B-PT
         shared = f.get("moe_num_shared_experts", default=0)
         return rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k",
@@ -71,10 +78,6 @@ def translate(f: Fields) -> Fields:
     if mt == "kimi_linear":  # DeepSeek names under Kimi's keys
         return rename(f, {"num_experts_per_tok": "num_experts_per_token", "n_shared_experts": "num_shared_experts"},
                        topk_method="noaux_tc")
-    if mt in ("step3p5", "step3p7"):  # Step's MoE names
-        return rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
-    if mt == "lfm2":  # Lfm2Config reads block_ff_dim and tie_embedding under these names
-        return rename(f, {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"})
     if mt.startswith("gemma4"):
         return rename(f, {"num_experts_per_tok": "top_k_experts"})
     if mt.startswith("bailing_moe"):  # Ling / Ring (inclusionAI): v2 (Ling 2.0) sizes its shared expert apart
