@@ -3,8 +3,9 @@
 To add a family: write a builder `(Fields) -> (layers, mtp, notes[, input tables])` (decodescope/arch/
 build.py or families.py) and list its model_type(s) in FAMILIES."""
 
+from importlib import import_module
+
 from decodescope.arch.arch import Arch
-from decodescope.arch.bailing import build_bailing_hybrid
 from decodescope.arch.build import build_decoder, build_deepseek, build_qwen_hybrid, text_fields
 from decodescope.arch.classic import CLASSIC
 from decodescope.arch.config import RawConfig
@@ -13,22 +14,20 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.dory import build_dory
-from decodescope.arch.mla_families import build_dots3_note, build_hy_v4
-from decodescope.arch.axk2 import build_axk2
-from decodescope.arch.qwen4 import build_qwen4_exp
-from decodescope.arch.zamba import build_zamba, build_zamba2
-from decodescope.arch.zaya import build_zaya
-from decodescope.arch.north_aria import build_aria
-from decodescope.arch.older import build_diffllama, build_doge, build_gpt_neo, build_jetmoe, build_persimmon
-from decodescope.arch.inkling import build_inkling, build_inkling2, build_inkling2_loop
-from decodescope.arch.recurrent import build_hrm_text, build_recurrent_gemma
 from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
 from decodescope.arch.hybrids import (build_falcon_h1, build_kimi_linear, build_lfm2, build_mamba1, build_mamba2,
                                       build_lfm3, build_nemotron_h, build_olmo_hybrid, build_step3p5)
 from decodescope.errors import DecodescopeError
+
+
+def _lazy(module: str, name: str):
+    """A builder whose module (a family most runs never build) is imported when a config of it
+    is built: each costs 1-8 ms of start-up (its frozen dataclasses), on every `decodescope model`."""
+    def build(f: Fields):
+        return getattr(import_module(f"decodescope.arch.{module}"), name)(f)
+    return build
 
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
@@ -71,11 +70,11 @@ FAMILIES = {
     "lfm3": build_lfm3,  # LFM2's layers with sliding attention, sandwich norms, a gate per head
     "olmo_hybrid": build_olmo_hybrid,  # Olmo-Hybrid-7B: Gated DeltaNet + OLMo 3 attention
     "kimi_linear": build_kimi_linear,
-    "bailing_hybrid": build_bailing_hybrid,  # Ling 3.0 (KDA + gated MLA), Ling / Ring 2.5-2.6 (Lightning + MLA)
+    "bailing_hybrid": _lazy("bailing", "build_bailing_hybrid"),  # Ling 3.0 (KDA + gated MLA), Ling / Ring 2.5-2.6 (Lightning + MLA)
     "mamba2": build_mamba2,
-    "zamba2": build_zamba2,  # Zyphra Zamba2: Mamba2 layers and shared attention blocks
-    "zamba": build_zamba,  # Zyphra Zamba (v1): multi-head Mamba layers and one shared attention block
-    "zaya": build_zaya,  # Zyphra ZAYA1: compressed convolutional attention + a top-1 MoE with an MLP router
+    "zamba2": _lazy("zamba", "build_zamba2"),  # Zyphra Zamba2: Mamba2 layers and shared attention blocks
+    "zamba": _lazy("zamba", "build_zamba"),  # Zyphra Zamba (v1): multi-head Mamba layers and one shared attention block
+    "zaya": _lazy("zaya", "build_zaya"),  # Zyphra ZAYA1: compressed convolutional attention + a top-1 MoE with an MLP router
     **dict.fromkeys(("mamba", "falcon_mamba"), build_mamba1),
     **dict.fromkeys(("step3p5", "step3p7"), build_step3p5),  # step3p7: Step-3.7-Flash, text_config step3p5
     "mimo_v2_flash": build_mimo_v2,
@@ -90,25 +89,25 @@ FAMILIES = {
     # MiniMax-Text-01 and M1: their hub configs name themselves minimax_text_01 / minimax_m1
     **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
-    "hy_v4": build_hy_v4,  # Tencent Hy v4 (Hy4-preview)
+    "hy_v4": _lazy("mla_families", "build_hy_v4"),  # Tencent Hy v4 (Hy4-preview)
     # rednote dots3: the released config.json is flat (dots3_note), transformers 5 nests text_config
-    **dict.fromkeys(("dots3_note", "dots3_note_text"), build_dots3_note),
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), _lazy("mla_families", "build_dots3_note")),
     # Qwen3.8-Flash-Next: Qwen3.5-MoE with hyper-connections, n-gram per-layer embeddings, QSA
-    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), build_qwen4_exp),
-    "dory": build_dory,  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
-    "axk2": build_axk2,  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
-    "aria_text": build_aria,  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _lazy("qwen4", "build_qwen4_exp")),
+    "dory": _lazy("dory", "build_dory"),  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
+    "axk2": _lazy("axk2", "build_axk2"),  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
+    "aria_text": _lazy("north_aria", "build_aria"),  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
     # Thinking Machines Inkling: relative-bias attention with short convs on k, v and both sublayers' outputs
-    **dict.fromkeys(("inkling_text", "inkling_mm_model"), build_inkling),
-    **dict.fromkeys(("inkling2_text", "inkling2"), build_inkling2),  # Inkling 2: block attention residuals, gated output, dynamic convs
-    **dict.fromkeys(("inkling2_loop_text", "inkling2_loop"), build_inkling2_loop),  # Inkling 2 with layers looped (Layer.reuses)
-    "recurrent_gemma": build_recurrent_gemma,  # Google RecurrentGemma (Griffin): RG-LRU blocks and local attention
-    "hrm_text": build_hrm_text,  # Sapient HRM-Text: an L and an H stack run in loops (Layer.reuses)
-    "gpt_neo": build_gpt_neo,  # EleutherAI GPT-Neo: global and local (windowed) attention alternating
-    "persimmon": build_persimmon,  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
-    "jetmoe": build_jetmoe,  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
-    "diffllama": build_diffllama,  # differential attention: Llama's tensors + four lambda vectors per layer
-    "doge": build_doge,  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
+    **dict.fromkeys(("inkling_text", "inkling_mm_model"), _lazy("inkling", "build_inkling")),
+    **dict.fromkeys(("inkling2_text", "inkling2"), _lazy("inkling", "build_inkling2")),  # Inkling 2: block attention residuals, gated output, dynamic convs
+    **dict.fromkeys(("inkling2_loop_text", "inkling2_loop"), _lazy("inkling", "build_inkling2_loop")),  # Inkling 2 with layers looped (Layer.reuses)
+    "recurrent_gemma": _lazy("recurrent", "build_recurrent_gemma"),  # Google RecurrentGemma (Griffin): RG-LRU blocks and local attention
+    "hrm_text": _lazy("recurrent", "build_hrm_text"),  # Sapient HRM-Text: an L and an H stack run in loops (Layer.reuses)
+    "gpt_neo": _lazy("older", "build_gpt_neo"),  # EleutherAI GPT-Neo: global and local (windowed) attention alternating
+    "persimmon": _lazy("older", "build_persimmon"),  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
+    "jetmoe": _lazy("older", "build_jetmoe"),  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
+    "diffllama": _lazy("older", "build_diffllama"),  # differential attention: Llama's tensors + four lambda vectors per layer
+    "doge": _lazy("older", "build_doge"),  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
