@@ -26,7 +26,6 @@ ATTENTION_WORDS = ("full_attention", "sliding_attention")
 # the remote code's (vLLM's DoryConfig) hybrid_layer_pattern: one character a block
 PATTERN_WORDS = {"S": "sliding_attention", "*": "full_attention", "-": "mlp"}
 KV_MODES = ("per_loop", "last_loop")
-MAX_LOOPS = 256  # far above the released 2; keeps the executed layer list short
 
 
 @dataclass(frozen=True)
@@ -42,18 +41,6 @@ class DoryAttention(Attention):
         return ([t for t in own if t.name != "input_layernorm"]
                 + [Tensor("gate_proj", (width, self.hidden_size), "col"),
                    Tensor("sqk", (width,), "col", linear=False), Tensor("s_gate", (width,), "col", linear=False)])
-
-
-def _count(f: Fields, key: str, lo: int, hi: int, default: int | None = None) -> int:
-    v = f.get(key, default=default)
-    if v is None:
-        return f.need(key, "Dory's loop layout")
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise DecodescopeError(f"{f.source}: field '{key}' is {v!r}, expected an integer from {lo} to {hi}",
-                               f"fix \"{key}\" in the config (see the model's Hugging Face config.json)")
-    return v
 
 
 def _blocks(f: Fields, n: int) -> list[str] | None:
@@ -77,8 +64,8 @@ def _blocks(f: Fields, n: int) -> list[str] | None:
 def dory_layout(f: Fields) -> tuple[list[str], int, int, int]:
     """(attention kind per layer, n_input_layers, n_recurrent_layers, n_output_layers), in layers."""
     n = f.need("num_hidden_layers")
-    n_in, n_out = _count(f, "n_input_layers", 0, n, 8), _count(f, "n_output_layers", 0, n, 8)
-    n_rec = None if f.get("n_recurrent_layers") is None else _count(f, "n_recurrent_layers", 0, n)
+    n_in, n_out = f.get("n_input_layers", default=8), f.get("n_output_layers", default=8)
+    n_rec = f.get("n_recurrent_layers")
     types = _blocks(f, n)
     if types is not None:  # counted in blocks: two a layer (DoryConfig.__post_init__)
         n, n_in, n_out, n_rec = n // 2, n_in // 2, n_out // 2, None if n_rec is None else n_rec // 2
@@ -87,7 +74,7 @@ def dory_layout(f: Fields) -> tuple[list[str], int, int, int]:
     else:  # DoryConfig's default: every 4th layer full, the others in a window
         types = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)]
     n_rec = n - n_in - n_out if n_rec is None else n_rec
-    if n_in + n_rec + n_out != n:
+    if n_rec < 0 or n_in + n_rec + n_out != n:
         raise DecodescopeError(f"{f.source}: n_input_layers {n_in} + n_recurrent_layers {n_rec} + n_output_layers "
                                f"{n_out} (in layers) is not num_hidden_layers {n}",
                                "fix the n_*_layers fields: they split the layers into three sections")
@@ -106,7 +93,7 @@ def _layer(f: Fields, kind: str, window: int) -> Layer:
 def build_dory(f: Fields):
     """Dory's layers as a token runs them (see the module docstring); notes say the loop and cache mode."""
     types, n_in, n_rec, n_out = dory_layout(f)
-    loops = _count(f, "n_recurrent_loops", 1, MAX_LOOPS, 2)
+    loops = f.get("n_recurrent_loops", default=2)
     mode = f.str_("recurrent_kv_cache_mode", "per_loop")
     if mode not in KV_MODES:
         raise DecodescopeError(f"{f.source}: recurrent_kv_cache_mode {mode!r} is not one of {', '.join(KV_MODES)}",

@@ -31,6 +31,16 @@ INT_RANGES = {
     **dict.fromkeys(("n_mamba_heads", "mamba_ngroups", "num_mem_blocks"), _COUNT),
     **dict.fromkeys(("adapter_rank", "attention_hidden_size"), _SIZE),
     "gated_norm_rank": _SIZE,  # A.X K2's low-rank gated norms
+    # Qwen4-Exp: hashed n-gram tables (orders, heads, the prime search's start, the padding), the
+    # hyper-connections' streams and rank, the PLE's width and conv, QSA's indexer
+    "ngram_size": (2, 16), "heads_per_ngram": (1, 1024), "ngram_vocab_size_base": (2, 1 << 40),
+    "make_ngram_vocab_size_divisible_by": _SIZE, "hc_count": (2, 64), "hc_lowrank": _SIZE, "ple_embed_dim": _SIZE,
+    "ple_conv_kernel_size": (1, 64),
+    **dict.fromkeys(("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget",
+                     "indexer_compress_ratio"), (1, 1 << 31)),
+    # Dory: its layers' three sections and the loops over the middle one
+    **dict.fromkeys(("n_input_layers", "n_output_layers", "n_recurrent_layers"), (0, 1024)),
+    "n_recurrent_loops": (1, 256),
     # RecurrentGemma: the RG-LRU's width, its conv taps, the local attention's window
     "lru_width": _SIZE, "conv1d_width": _COUNT, "attention_window_size": (1, 1 << 31),
     # HRM-Text: the layers of each of its two stacks, the loops over them

@@ -21,6 +21,7 @@ each), kept in float32 (InklingShortConvolution casts to float before it updates
 from dataclasses import asdict, dataclass, replace
 
 from decodescope.arch.blocks import Attention, DenseMLP, Layer, MoE, StateMixer, Tensor, linear_tensors, norm_tensor
+from decodescope.arch.mixers import AttentionWithState
 from decodescope.arch.build import attention, moe
 from decodescope.arch.fields import Fields
 from decodescope.arch.layouts import per_layer_words
@@ -68,35 +69,12 @@ class InklingConvState(StateMixer):
 
 
 @dataclass(frozen=True)
-class InklingMixer:
-    """An Inkling layer's mixer: its attention (KV cache per token) and its convs' state (per request)."""
+class InklingMixer(AttentionWithState):
+    """An Inkling layer's mixer: its attention (KV cache per token) and its convs' state (per
+    request); attn_sconv runs after o_proj's allreduce."""
     attention: InklingAttention
     state: InklingConvState
-    reductions = 1  # o_proj's row-parallel output; attn_sconv runs after that allreduce
-
-    @property
-    def parts(self) -> tuple[InklingAttention, InklingConvState]:
-        return self.attention, self.state
-
-    @property
-    def kernels(self) -> int:
-        return self.attention.kernels + 3  # the k and v convs, attn_sconv
-
-    @property
-    def hidden_size(self) -> int:
-        return self.attention.hidden_size
-
-    # the head counts tensor parallelism must divide (decodescope.model.deployment)
-    @property
-    def num_attention_heads(self) -> int:
-        return self.attention.num_attention_heads
-
-    @property
-    def num_key_value_heads(self) -> int:
-        return self.attention.num_key_value_heads
-
-    def tensors(self) -> list[Tensor]:
-        return self.attention.tensors()
+    state_kernels = 3  # the k and v convs, attn_sconv
 
 
 @dataclass(frozen=True)

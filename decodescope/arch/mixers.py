@@ -9,20 +9,22 @@ from decodescope.arch.blocks import Attention, Mamba2, PooledKV, StateMixer, Ten
 
 
 @dataclass(frozen=True)
-class ParallelHybrid:
-    """Falcon-H1's mixer: attention and a Mamba2 mixer side by side off one input norm, their
-    outputs summed. A token keeps both a KV cache (attention) and a recurrent state (Mamba2)."""
+class AttentionWithState:
+    """Attention whose layer also keeps a fixed state per request (the windows of short
+    convolutions: ZAYA's CCA, Inkling): the KV cache is the attention's, the state the
+    StateMixer's, the weights all on the attention. One row-parallel output (o_proj): one
+    allreduce. A subclass says how many kernels the state's convolutions add."""
     attention: Attention
-    mamba: Mamba2
-    reductions = 2  # TP allreduces: attention's and Mamba2's row-parallel outputs, apart
+    state: StateMixer
+    state_kernels = 0
 
     @property
-    def parts(self) -> tuple[Attention, Mamba2]:
-        return self.attention, self.mamba
+    def parts(self) -> tuple[Attention, StateMixer]:
+        return self.attention, self.state
 
     @property
     def kernels(self) -> int:
-        return self.attention.kernels + self.mamba.kernels - 1  # one shared input norm
+        return self.attention.kernels + self.state_kernels
 
     @property
     def hidden_size(self) -> int:
@@ -37,13 +39,33 @@ class ParallelHybrid:
     def num_key_value_heads(self) -> int:
         return self.attention.num_key_value_heads
 
+    def tensors(self) -> list[Tensor]:
+        return self.attention.tensors()
+
+
+@dataclass(frozen=True)
+class ParallelHybrid(AttentionWithState):
+    """Falcon-H1's mixer: attention and a Mamba2 mixer side by side off one input norm, their
+    outputs summed. A token keeps both a KV cache (attention) and a recurrent state (Mamba2);
+    the weights are both mixers' (the Mamba2's own norm dropped: the attention's is the one)."""
+    attention: Attention
+    state: Mamba2
+    reductions = 2  # TP allreduces: attention's and Mamba2's row-parallel outputs, apart
+
     @property
-    def mamba_num_heads(self) -> int:
-        return self.mamba.mamba_num_heads
+    def mamba(self) -> Mamba2:
+        return self.state
+
+    @property
+    def kernels(self) -> int:
+        return self.attention.kernels + self.state.kernels - 1  # one shared input norm
+
+    @property
+    def mamba_num_heads(self) -> int:  # TP must divide it too (decodescope.model.deployment)
+        return self.state.mamba_num_heads
 
     def tensors(self) -> list[Tensor]:
-        # the attention's input_layernorm is the one norm both read; the Mamba2's own is dropped
-        return self.attention.tensors() + [t for t in self.mamba.tensors() if t.name != "norm"]
+        return self.attention.tensors() + [t for t in self.state.tensors() if t.name != "norm"]
 
 
 @dataclass(frozen=True)

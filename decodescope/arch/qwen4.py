@@ -36,21 +36,10 @@ INDEX_KEY_BYTES = 2
 TOKEN_ID_BYTES = 8  # the n-gram context is token ids in int64 (transformers' cache and SGLang's pool)
 QSA_FIELDS = ("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget", "indexer_compress_ratio")
 LAYER_WORDS = ("linear_attention", "full_attention", "indexed_attention")  # the release writes full_attention
-# Miller-Rabin with these bases decides every n below 3.3e24, far above NGRAM_BASE_MAX
+# Miller-Rabin with these bases decides every n below 3.3e24, far above ngram_vocab_size_base's
+# ceiling (2^40, fields.INT_RANGES)
 PRIME_BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-NGRAM_BASE_MAX = 1 << 40
 NGRAM_HEADS_MAX = 1024  # n-gram heads over all PLE layers (the release has 16): bounds the prime search
-
-
-def _int(f: Fields, key: str, default: int | None, lo: int, hi: int) -> int:
-    """`key` as an int from lo to hi (the class default where the config leaves it out)."""
-    v = f.get(key, default=default)
-    if v is None:
-        raise DecodescopeError(f"{f.source}: field '{key}' is missing (needed for Qwen4-Exp)", f"add \"{key}\"")
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise DecodescopeError(f"{f.source}: field '{key}' is {str(v)[:40]!r}, expected an integer from {lo} to {hi}",
-                               f"fix \"{key}\" in the config")
-    return v
 
 
 def hyper_connection(prefix: str, hc: int, h: int, rank: int, inject: bool = True) -> tuple[Tensor, ...]:
@@ -225,9 +214,9 @@ def ngram_tables(f: Fields, ple_layers: list[int], embed_dim: int) -> list[Tenso
     heads_per_ngram heads of embed_dim / heads columns; head j of the k-th PLE layer hashes into
     the (k x heads + j + 1)-th prime from ngram_vocab_size_base up, the heads' rows stacked and
     padded to a multiple of make_ngram_vocab_size_divisible_by."""
-    heads = (_int(f, "ngram_size", 3, 2, 16) - 1) * _int(f, "heads_per_ngram", 8, 1, NGRAM_HEADS_MAX)
-    base = _int(f, "ngram_vocab_size_base", 20_000_000, 2, NGRAM_BASE_MAX)
-    pad = _int(f, "make_ngram_vocab_size_divisible_by", 128, 1, 1 << 20)
+    heads = (f.get("ngram_size", default=3) - 1) * f.get("heads_per_ngram", default=8)
+    base = f.get("ngram_vocab_size_base", default=20_000_000)
+    pad = f.get("make_ngram_vocab_size_divisible_by", default=128)
     if embed_dim % heads or heads * len(ple_layers) > NGRAM_HEADS_MAX:
         raise DecodescopeError(f"{f.source}: ple_embed_dim {embed_dim} over {heads} n-gram heads x "
                                f"{len(ple_layers)} PLE layers", "ple_embed_dim is a multiple of the heads "
@@ -251,7 +240,7 @@ def _layer_types(f: Fields, n: int) -> list[str]:
     if f.get("layer_types") is not None:
         words = per_layer_words(f, "layer_types", n, LAYER_WORDS)
     else:
-        every = _int(f, "full_attention_interval", 4, 1, 1 << 12)
+        every = f.get("full_attention_interval", default=4)
         words = ["attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n)]
     return ["linear_attention" if w == "linear_attention" else "attention" for w in words]
 
@@ -263,7 +252,7 @@ def _attention(f: Fields) -> HCAttention:
     given = [k for k in QSA_FIELDS if f.get(k) is not None]
     if not given:
         return HCAttention(**asdict(dense))
-    heads, kv, dim, budget, ratio = (_int(f, k, None, 1, 1 << 31) for k in QSA_FIELDS)
+    heads, kv, dim, budget, ratio = (f.need(k, "QSA sparse attention") for k in QSA_FIELDS)
     if kv != 1 or budget % ratio:
         raise DecodescopeError(f"{f.source}: indexer_kv_heads {kv}, indexer_budget {budget}, "
                                f"indexer_compress_ratio {ratio}",
@@ -321,14 +310,14 @@ def build_qwen4_exp(f: Fields):
     QSA / dense gated attention, routed experts with a gated shared expert, two hyper-connections;
     the model's hyper_connection_mixer (no final norm) rides on the last layer."""
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    hc, rank = _int(f, "hc_count", 4, 2, 64), _int(f, "hc_lowrank", 320, 1, 1 << 20)
+    hc, rank = f.get("hc_count", default=4), f.get("hc_lowrank", default=320)
     kinds = _layer_types(f, n)
     ple_at = _ple_layers(f, kinds)
-    embed = _int(f, "ple_embed_dim", h, 1, 1 << 20)
+    embed = f.get("ple_embed_dim", default=h)
     tables = ngram_tables(f, ple_at, embed) if ple_at else []
     gdn, attn = HCGatedDeltaNet(**asdict(_gdn(f))), _attention(f)
-    ple = PLEConv(h, hc, embed, _int(f, "ple_conv_kernel_size", 4, 1, 64), _int(f, "ngram_size", 3, 2, 16))
-    mlp = moe(f, shared_expert_intermediate_size=_int(f, "shared_expert_intermediate_size", 512, 1, 1 << 20),
+    ple = PLEConv(h, hc, embed, f.get("ple_conv_kernel_size", default=4), f.get("ngram_size", default=3))
+    mlp = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=512),
               shared_expert_gate=True, norm=False)
     hcs = hyper_connection("attn_hyper_connection", hc, h, rank) + hyper_connection("mlp_hyper_connection", hc, h, rank)
     mixer = hyper_connection("hyper_connection_mixer", hc, h, rank, inject=False)

@@ -124,14 +124,14 @@ SAME_AS = {
     "mellum": "qwen3_moe",  # per-head q/k norms, routed experts per mlp_layer_types
     "sarvam_moe": "qwen3_moe",  # per-head q/k norms (use_qk_norm), DeepSeek-style expert fields
     "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
-    "gemma4_unified_text": "gemma4_text",
-    "ministral": "mistral",
+    "gemma4_unified_text": "gemma4_text",  # Gemma 4 "unified": its vision tokens attend both ways
+    "ministral": "mistral",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows
     # Phi-4-multimodal: Phi-4-mini's decoder; its speech and vision LoRA adapters run only on
     # those inputs (phi4mm: the hub's remote-code model_type; phi4_multimodal: transformers')
+    "phi4_multimodal": "phi3", "phi4mm": "phi3",
     # Cohere North / Compass (North-Micro-Vision-Instruct's language model): Cohere's parallel block,
     # its sliding layers named in layer_types
     "cohere_compass_text": "cohere", "cohere_compass": "cohere",
-    "phi4_multimodal": "phi3", "phi4mm": "phi3",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows  # Gemma 4 "unified": its vision tokens attend both ways
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32
@@ -142,10 +142,13 @@ DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "bf16", "half": "fp1
 # Qwen4-Exp has none: its hyper_connection_mixer, counted on the last layer, takes the place;
 # Dory's final norm is a weightless L2 projection; HRM-Text's stacks end in weightless RMSNorms)
 NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory", "hrm_text")
-# transformers' per-class tie_word_embeddings default where a config leaves it out
-TIED_BY_DEFAULT = ("gemma", "cohere", "starcoder2", "lfm2", "lfm3", "vaultgemma", "minicpm3", "gpt2", "gpt_bigcode", "opt", "bloom", "mpt", "zamba", "zaya", "recurrent_gemma")
-# tied by default, matched whole (a prefix "gpt_neo" would also catch gpt_neox, which is untied)
-TIED_EXACTLY = ("gpt_neo", "jetmoe")
+# the model_types whose transformers config class ties the head to the embedding where a config
+# leaves tie_word_embeddings out (matched whole: gpt_neo ties, gpt_neox does not)
+TIED_BY_DEFAULT = frozenset((
+    "bloom", "cohere", "cohere2", "cohere2_moe", "cohere_compass", "cohere_compass_text", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified_text", "gpt2", "gpt_bigcode",
+    "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm3", "mpt", "opt", "recurrent_gemma", "starcoder2",
+    "vaultgemma", "zamba", "zamba2", "zaya"))
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
@@ -171,7 +174,7 @@ def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
     mt = f.str_("model_type")
-    tie_default, same_note = mt.startswith(TIED_BY_DEFAULT) or mt in TIED_EXACTLY, ()
+    tie_default, same_note = mt in TIED_BY_DEFAULT, ()
     if mt in SAME_AS:
         same_note = (f"model_type {mt}: built as {SAME_AS[mt]}, the same decoder tensor for tensor",)
         mt = SAME_AS[mt]
@@ -207,4 +210,5 @@ def build_arch(raw: RawConfig) -> Arch:
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant, input_tables=tuple(tables[0]) if tables else (),
-                notes=same_note + tuple(notes) + dtype_note + tower_note, final_norm_weights=mt not in NORMLESS and not f.get("_remove_final_layer_norm", default=False))
+                notes=same_note + tuple(notes) + dtype_note + tower_note,
+                final_norm_weights=mt not in NORMLESS and not f.get("_remove_final_layer_norm", default=False))

@@ -16,6 +16,7 @@ attention and the MoE; the embeddings get a scale and a bias of their own."""
 from dataclasses import asdict, dataclass
 
 from decodescope.arch.blocks import Attention, Layer, MoE, StateMixer, Tensor, linear_tensors, norm_tensor
+from decodescope.arch.mixers import AttentionWithState
 from decodescope.arch.build import attention, moe
 from decodescope.arch.fields import Fields
 from decodescope.arch.layouts import per_layer_words
@@ -69,34 +70,11 @@ class CCAState(StateMixer):
 
 
 @dataclass(frozen=True)
-class CCAMixer:
+class CCAMixer(AttentionWithState):
     """A CCA layer's mixer: its attention (KV cache per token) and its state (per request)."""
     attention: CCAAttention
     state: CCAState
-
-    @property
-    def parts(self) -> tuple[CCAAttention, CCAState]:
-        return self.attention, self.state
-
-    @property
-    def kernels(self) -> int:
-        return self.attention.kernels + 1  # the q/k conv
-
-    @property
-    def hidden_size(self) -> int:
-        return self.attention.hidden_size
-
-    # the head counts tensor parallelism must divide (decodescope.model.deployment)
-    @property
-    def num_attention_heads(self) -> int:
-        return self.attention.num_attention_heads
-
-    @property
-    def num_key_value_heads(self) -> int:
-        return self.attention.num_key_value_heads
-
-    def tensors(self) -> list[Tensor]:
-        return self.attention.tensors()
+    state_kernels = 1  # the q/k conv
 
 
 @dataclass(frozen=True)
