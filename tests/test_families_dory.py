@@ -120,3 +120,15 @@ def test_the_layer_form_and_the_remote_pattern_read_the_same(tmp_path):
 def test_bad_layouts_give_one_clear_error(tmp_path, edits):
     with pytest.raises(DecodescopeError):
         _arch(tmp_path, **edits)
+
+
+def test_input_and_output_layers_above_the_total_are_refused(tmp_path):
+    """The defaults count in blocks (two a layer): 72 blocks = 36 layers cannot hold 40 input and
+    40 output blocks (20 + 20 layers): the recurrent section would be -4 layers."""
+    cfg = json.loads(DEFAULTS.read_text())
+    cfg.update({"n_input_layers": 40, "n_output_layers": 40})
+    cfg.pop("n_recurrent_layers", None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(DecodescopeError, match="is not num_hidden_layers 36"):
+        load_arch(str(path))
