@@ -286,3 +286,33 @@ def test_minimax_mtp_modules_named_in_the_config_are_said_not_counted():
     assert any(n.startswith("config names 3 MTP module(s)") for n in a.notes)
     # a config without such fields says nothing of MTP
     assert not any("MTP" in n for n in load_arch("qwen3-8b").notes)
+
+
+def test_step37_as_transformers_writes_it(tmp_path):
+    """Step3p7Config's own schema: mlp_layer_types ("dense" / "sparse" per layer, not
+    moe_layers_enum), num_sliding_attention_heads, and the per-head gate g_proj on every layer
+    (its modeling_step3p7.py builds g_proj whenever the class attribute gating is True).
+    By hand, class defaults (45 layers, hidden 4096, 64 heads of 128, 8 KV heads, vocab 128,815
+    untied; layers 0-2 dense 11,264, 3-44 288 experts of 1,280 + one shared of 1,280):
+      embedding + head 2 x 128,815 x 4,096 = 1,055,252,480, final norm 4,096
+      attention a layer: q, o 2 x 33,554,432 + k, v 2 x 4,194,304 + g_proj 64 x 4,096
+        + q/k norms 256 = 75,759,872; two norms 8,192
+      dense MLP 3 x 4,096 x 11,264 = 138,412,032
+      MoE 288 x 3 x 4,096 x 1,280 + shared 15,728,640 + router 288 x 4,096 = 4,546,756,608
+      1,055,256,576 + 45 x 75,768,064 + 3 x 138,412,032 + 42 x 4,546,756,608 = 195,843,833,088,
+    which transformers 5.24 also counts for its language model on the meta device."""
+    a = load_arch(str(CONFIGS / "transformers__Step3p7Config-defaults.json"))
+    assert a.params_total == 195_843_833_088
+    assert [type(x.mlp).__name__ for x in a.layers[:4]] == ["DenseMLP"] * 3 + ["MoE"]
+    assert dict((t.name, t.shape) for t in a.layers[0].tensors())["g_proj"] == (64, 4096)
+    # the sliding layers take num_sliding_attention_heads
+    import json
+    cfg = json.loads((CONFIGS / "transformers__Step3p7Config-defaults.json").read_text())
+    text = cfg["text_config"]
+    text.update(num_sliding_attention_heads=96, sliding_window=512,
+                layer_types=["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)])
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    b = load_arch(str(p))
+    assert (b.layers[0].mixer.num_attention_heads, b.layers[1].mixer.num_attention_heads) == (64, 96)
+    assert b.layers[1].mixer.sliding_window == 512

@@ -211,6 +211,8 @@ def build_kimi_linear(f: Fields):
 
 
 def _step_moe_layers(f: Fields, n: int) -> set[int]:
+    if f.data.get("mlp_layer_types") is not None:  # as transformers 5 writes it: "sparse" / "dense" per layer
+        return {i for i, t in enumerate(per_layer_words(f, "mlp_layer_types", n, ("sparse", "dense"))) if t == "sparse"}
     enum = f.data.get("moe_layers_enum")
     if enum is None:  # the trimmed configs: DeepSeek's first_k_dense_replace
         return set(range(f.get("first_k_dense_replace", default=0), n))
@@ -234,7 +236,11 @@ def build_step3p5(f: Fields):
         raise DecodescopeError(f"{f.source}: layer_types needs one entry per layer; attention_other_setting an object",
                                "fix layer_types / attention_other_setting")
     kv = f.get("num_attention_groups", "num_key_value_heads")
-    o = Fields(other, f.source)
+    # transformers 5 writes the sliding layers' heads as num_sliding_attention_heads, not in
+    # attention_other_setting, and builds the per-head gate on every layer (its `gating` is a
+    # class attribute, True), where StepFun's own configs say use_head_wise_attn_gate
+    o = Fields({"num_attention_heads": f.get("num_sliding_attention_heads"), **other}, f.source)
+    gated = f.get("use_head_wise_attn_gate", default=f.data.get("mlp_layer_types") is not None)
 
     def layer(t: str, mlp) -> Layer:
         if t == "sliding_attention":
@@ -245,7 +251,7 @@ def build_step3p5(f: Fields):
                 attn = replace(attn, num_attention_heads=o.get("num_attention_heads"))
         else:
             attn = attention(f, qk_norm=True, num_key_value_heads=kv)
-        gate = (Tensor("g_proj", (attn.num_attention_heads, h), "col"),) if f.get("use_head_wise_attn_gate") else ()
+        gate = (Tensor("g_proj", (attn.num_attention_heads, h), "col"),) if gated else ()
         return Layer("sliding_attention" if attn.sliding_window else "attention", attn, mlp, gate)
 
     moe_at = _step_moe_layers(f, n)
@@ -253,7 +259,8 @@ def build_step3p5(f: Fields):
                  router_bias=bool(f.get("use_moe_router_bias", default=False)))
     dense = DenseMLP(h, f.need("intermediate_size"))
     layers = [layer(t, routed if i in moe_at else dense) for i, t in enumerate(types[:n])]
-    mtp_layer = layer(types[n] if len(types) > n else "full_attention", routed)
+    mtp_types = (f.list_("mtp_layer_types", str) or []) + types[n:]  # transformers 5 splits them off layer_types
+    mtp_layer = layer(mtp_types[0] if mtp_types else "full_attention", routed)
     return layers, nextn_mtp(f, mtp_layer), ()
 
 
