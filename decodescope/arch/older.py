@@ -1,7 +1,8 @@
 """Older decoders a config may still name: EleutherAI GPT-Neo (alternating global and local
 attention over a learned position table), Adept Persimmon (per-head q/k LayerNorms, a squared-ReLU
 MLP), JetMoE (routed attention heads and routed MLP experts), DiffLlama (Llama's tensors with
-differential attention's lambda vectors) and SmallDoge's Doge (Llama's with a dynamic mask). Each builder is
+differential attention's lambda vectors), SmallDoge's Doge (Llama's with a dynamic mask) and
+Microsoft BitNet b1.58 (Llama's with two sub-layer norms). Each builder is
 `(Fields) -> (layers, mtp, notes[, input tables])` and is listed in decodescope.arch.registry.FAMILIES.
 
 As in decodescope.arch.classic, the biases of a final LayerNorm ride as extras of the last layer:
@@ -136,3 +137,13 @@ def build_doge(f: Fields):
         out.append(replace(layer, mixer=m, extra=layer.extra + extra))
     return out, mtp, notes + ("Doge's dynamic mask keeps keep_window_size keys per query past that length; "
                               "counted as reading the whole cache, which it scores",)
+
+
+def build_bitnet(f: Fields):
+    """Microsoft BitNet b1.58 (bitnet): Llama's layers with an RMSNorm on the attention output
+    before o_proj (attn_sub_norm, hidden_size) and one on the MLP's product before down_proj
+    (ffn_sub_norm, intermediate_size); squared-ReLU gating (relu2) over the same three MLP
+    matrices. Its ternary weights are the checkpoint's format (quantization_config "bitnet")."""
+    layers, mtp, notes = build_decoder(f)
+    subs = (vector("attn_sub_norm", f.need("hidden_size")), vector("ffn_sub_norm", f.need("intermediate_size")))
+    return [replace(layer, extra=layer.extra + subs) for layer in layers], mtp, notes

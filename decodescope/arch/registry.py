@@ -107,6 +107,7 @@ FAMILIES = {
     "persimmon": _lazy("older", "build_persimmon"),  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
     "jetmoe": _lazy("older", "build_jetmoe"),  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
     "diffllama": _lazy("older", "build_diffllama"),  # differential attention: Llama's tensors + four lambda vectors per layer
+    "bitnet": _lazy("older", "build_bitnet"),  # Microsoft BitNet b1.58: Llama + sub-norms before o_proj and down_proj
     "doge": _lazy("older", "build_doge"),  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
 }
 

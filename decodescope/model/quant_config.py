@@ -37,6 +37,8 @@ def _read(arch: Arch) -> WeightFormat:
         return _intn(q, method, arch)
     if method == "bitsandbytes":
         return _bitsandbytes(q, arch)
+    if method == "bitnet":
+        return _bitnet(q, arch)
     if method == "compressed-tensors":
         return _compressed_tensors(q, arch)
     if method == "modelopt":
@@ -181,6 +183,23 @@ def _bitsandbytes(q: dict, arch: Arch) -> WeightFormat:
                             source="bitsandbytes LLM.int8(): int8 + per-row scale")
     raise DecodescopeError(f"{arch.source}: bitsandbytes config loads neither 4-bit nor 8-bit",
                            "pass the format with --weights")
+
+
+def _bitnet(q: dict, arch: Arch) -> WeightFormat:
+    """BitNet b1.58 (transformers' integrations/bitnet.py): "offline" checkpoints pack four
+    ternary weights in a byte (2 bits a weight) with one scale per tensor, unpacked to 16 bits
+    for the matmul; "online" ones store 16-bit masters and ternarize them on every forward, so
+    a pass reads 16 bits a weight. lm_head stays 16-bit (modules_to_not_convert)."""
+    mode = q.get("quantization_mode", "offline")
+    if mode not in ("offline", "online"):
+        raise DecodescopeError(f"{arch.source}: bitnet quantization_mode {str(mode)[:20]!r} is neither offline nor online",
+                               "fix quantization_mode")
+    ignore = _patterns(q, "modules_to_not_convert", arch)
+    if mode == "online":
+        return replace(parse_format(arch.dtype, arch), name="bitnet online (config)", ignore=ignore,
+                       source="BitNet online: 16-bit master weights, ternarized in every forward")
+    return WeightFormat("bitnet (config)", 2.0, 16.0, "bf16", kernel="ternary", ignore=ignore,
+                        source="BitNet offline: ternary weights packed 4 to a byte + one scale per tensor")
 
 
 def _ct_group(spec: dict, arch: Arch) -> TensorFormat:
