@@ -78,7 +78,7 @@ class RequestResult:
     output_tokens: int
     token_count_source: str  # "usage", "timings", "logprobs", "tokenizer" or "chunks"
     chunk_tokens: tuple[int, ...] | None  # tokens in each text chunk, None when unknown
-    decode_tok_s: float | None  # tokens after the first chunk / (last - first text chunk)
+    decode_tok_s: float | None  # tokens after the first read / (last text chunk - first read)
     output_chars: int
     finish_reason: str | None
     response_id: str | None

@@ -130,6 +130,19 @@ def test_decode_rate_is_tokens_after_the_first_over_first_to_last():
     assert r.decode_tok_s == pytest.approx(3 / 0.030), "(4 tokens - 1) / 30 ms"
 
 
+def test_chunks_of_a_late_first_read_are_not_decode():
+    """A client that wakes late finds several chunks in its first read: the server made them
+    before the clock starts. Chunks every 10 ms, the client's first read at 40 ms holds 4,
+    then one read each at 50, 60, 70 ms: 3 tokens in the 30 ms after the first read = 100 tok/s,
+    the server's own rate; counting the 3 early chunks as decode would read 6 / 30 ms = 200."""
+    first = chat("a") + chat("b") + chat("c") + chat("d")
+    r = replay(TC("", [(first, 40 * MS), (chat("e"), 50 * MS), (chat("f"), 60 * MS),
+                       (chat("g") + DONE, 70 * MS)]))
+    assert r.decode_tok_s == pytest.approx(3 / 0.030)
+    # all tokens in one read: no decode window at all
+    assert replay(TC("", [(chat("a") + chat("b") + DONE, 10 * MS)])).decode_tok_s is None
+
+
 def test_response_id_and_finish_reason_are_kept():
     r = replay(CASES[0])
     assert (r.response_id, r.finish_reason) == ("r1", "length")
