@@ -160,7 +160,7 @@ def test_deepseek_v4_caches_a_raw_window_and_pooled_rows():
     r4, r128 = a.layers[2].mixer, a.layers[3].mixer
     # ratio 4 at 10,000 tokens: 128 raw rows + 2,500 pooled rows of one 512-wide K=V head,
     # 2 B each, plus 2,500 index keys of 128 fp8 + a 4-byte scale
-    assert r4.kv_cache_bytes(10_000, 2) == (128 + 2500) * 512 * 2 + 2500 * 132
+    assert r4.kv_cache_bytes(10_000, 2, 1) == (128 + 2500) * 512 * 2 + 2500 * 132
     # a query reads the window, the indexer's top 512 pooled rows and every index key
     assert r4.kv_read_bytes(10_000, 1, 2) == (128 + 512) * 512 * 2 + 2500 * 132
     # ratio 128: no indexer, every pooled row (78) is read

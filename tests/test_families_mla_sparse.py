@@ -187,8 +187,8 @@ def test_dots3_kv_bytes_and_reads_by_hand():
     a = load_arch(str(DOTS3))
     indexed, sliding = a.layers[1].mixer, a.layers[2].mixer
     assert indexed.kv_bytes_per_token(1, 2) == 1284
-    assert sliding.kv_cache_bytes(32_768, 2) == sliding.kv_read_bytes(32_768, 1, 2) == 1_116_288
-    assert sliding.kv_cache_bytes(100, 2) == 100 * 2176
+    assert sliding.kv_cache_bytes(32_768, 2, 1) == sliding.kv_read_bytes(32_768, 1, 2) == 1_116_288
+    assert sliding.kv_cache_bytes(100, 2, 1) == 100 * 2176
     assert indexed.kv_read_bytes(100_000, 1, 2) == 2048 * 1152 + 100_000 * 132
 
 

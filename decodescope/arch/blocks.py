@@ -64,7 +64,8 @@ class StateMixer:
 
 class PooledKV:
     """Base of the attention mixers whose KV cache is not one row per token and says its own size
-    (`kv_cache_bytes`): DeepSeek-V4's compressed multi-query attention in decodescope.arch.mixers."""
+    (`kv_cache_bytes(context, dtype_bytes, tp)`, one request's on one GPU): DeepSeek-V4's
+    compressed multi-query attention in decodescope.arch.mixers."""
     __slots__ = ()
 
 

@@ -20,7 +20,8 @@ QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatg
 # two pre-norms
 POST_NORMS = ("glm4", "glm4v", "glm4v_text", "glm46v", "kolibri1")
 # families that normalise q and k per head (q_norm / k_norm of head_dim)
-QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1", "flint", "kolibri1")
+# (HunYuanDenseV1Attention builds query_layernorm / key_layernorm whatever use_qk_norm says)
+QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1", "flint", "kolibri1", "hunyuan_v1_dense")
 # Llama layouts whose MLP is up_proj -> activation -> down_proj, no gate (Arcee AFM: ReLU^2,
 # transformers' modeling_arcee.py ArceeMLP)
 UNGATED_MLP = ("arcee",)
@@ -42,6 +43,10 @@ def text_fields(raw: RawConfig) -> Fields:
         raise DecodescopeError(f"{raw.source}: text_config is not a JSON object", "fix text_config")
     data = {k: v for k, v in raw.data.items() if not k.endswith("vision_config")}
     data.update(text)
+    if not raw.data.get("text_config") and thinker.get("tie_word_embeddings") is not None:
+        # the thinker ties its head by its own flag, not its text_config's (Qwen2.5-Omni's class
+        # defaults: thinker false, text_config true; transformers builds the thinker untied)
+        data["tie_word_embeddings"] = thinker["tie_word_embeddings"]
     return Fields(data, raw.source)
 
 

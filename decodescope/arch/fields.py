@@ -31,6 +31,7 @@ INT_RANGES = {
     **dict.fromkeys(("n_mamba_heads", "mamba_ngroups", "num_mem_blocks"), _COUNT),
     **dict.fromkeys(("adapter_rank", "attention_hidden_size"), _SIZE),
     "gated_norm_rank": _SIZE,  # A.X K2's low-rank gated norms
+    "moe_hidden_size": _SIZE,  # Muse Spark: the width its routed experts run at
     # Qwen4-Exp: hashed n-gram tables (orders, heads, the prime search's start, the padding), the
     # hyper-connections' streams and rank, the PLE's width and conv, QSA's indexer
     "ngram_size": (2, 16), "heads_per_ngram": (1, 1024), "ngram_vocab_size_base": (2, 1 << 40),
@@ -83,6 +84,8 @@ INT_RANGES = {
     **dict.fromkeys(("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules"), (0, 64)),
     **dict.fromkeys(("sliding_window", "attention_chunk_size", "index_topk"), (0, 1 << 31)),
     "window_size": (1, 1 << 31),  # GPT-Neo's local layers: the keys each query sees
+    # GLM-5.3-Flash's indexer: keys per pool; GlmMoeDsaConfig's indexer schedule (every freq-th from offset)
+    "index_kpool": _COUNT, "index_topk_freq": _COUNT, "index_skip_topk_offset": (0, 1 << 12),
 }
 MAX_LIST = 4096  # longest per-layer list (layer_types, pattern letters, block_configs)
 

@@ -183,8 +183,8 @@ class CompressedMQA(PooledKV):
         """(raw window rows, pooled rows) cached for `context` tokens."""
         return min(context, self.window), context // self.compress_ratio if self.compress_ratio else 0
 
-    def kv_cache_bytes(self, context: int, dtype_bytes: float) -> float:
-        """Bytes of one request's cache over `context` tokens, on every GPU."""
+    def kv_cache_bytes(self, context: int, dtype_bytes: float, tp: int) -> float:
+        """Bytes of one request's cache over `context` tokens, on every GPU (one KV head: whole at any TP)."""
         raw, pooled = self._rows(context)
         return (raw + pooled) * self.head_dim * dtype_bytes + pooled * self.index_bytes_per_row
 

@@ -73,12 +73,13 @@ class SlidingMLA(PooledKV):
     def tensors(self) -> list[Tensor]:
         return self.mla.tensors()
 
-    def kv_cache_bytes(self, context: int, dtype_bytes: float) -> float:
-        """Bytes of one request's cache over `context` tokens, on every GPU: the window's latents."""
-        return min(context, self.window) * self.mla.kv_bytes_per_token(1, dtype_bytes)
+    def kv_cache_bytes(self, context: int, dtype_bytes: float, tp: int) -> float:
+        """Bytes of one request's cache over `context` tokens, on every GPU (the latent is not split by TP)."""
+        return self.kv_read_bytes(context, 1, dtype_bytes)
 
     def kv_read_bytes(self, context: int, kv_heads: int, dtype_bytes: float) -> float:
-        return self.kv_cache_bytes(context, dtype_bytes)
+        """The window's latents."""
+        return min(context, self.window) * self.mla.kv_bytes_per_token(1, dtype_bytes)
 
     def attention_flops_per_token(self, heads: float, context: int) -> float:
         return self.mla.attention_flops_per_token(heads, min(context, self.window))

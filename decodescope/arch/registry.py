@@ -90,10 +90,21 @@ FAMILIES = {
     **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
     "hy_v4": _lazy("mla_families", "build_hy_v4"),  # Tencent Hy v4 (Hy4-preview)
+    # Mistral Large 4: DSA with a full-rank query, learned query scales, NoPE layers, shared latent KV
+    **dict.fromkeys(("mistral_large4", "mistral_large4_text"), _lazy("next_moe", "build_mistral_large4")),
+    # GLM-5.3-Flash: Kimi Delta Attention + NoPE DSA with pooled index keys, hyper-connections
+    **dict.fromkeys(("glm5_next", "glm5_next_text"), _lazy("next_moe", "build_glm5_next")),
     # rednote dots3: the released config.json is flat (dots3_note), transformers 5 nests text_config
     **dict.fromkeys(("dots3_note", "dots3_note_text"), _lazy("mla_families", "build_dots3_note")),
     # Qwen3.8-Flash-Next: Qwen3.5-MoE with hyper-connections, n-gram per-layer embeddings, QSA
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _lazy("qwen4", "build_qwen4_exp")),
+    # Llama 3.2 Vision: Llama layers + gated cross-attention layers over the image tokens' K/V
+    **dict.fromkeys(("mllama", "mllama_text_model"), _lazy("cross_vl", "build_mllama")),
+    # ERNIE-4.5-VL: ERNIE 4.5 MoE with a vision expert group beside the text experts
+    **dict.fromkeys(("ernie4_5_vl_moe", "ernie4_5_vl_moe_text"), _lazy("cross_vl", "build_ernie4_5_vl_moe")),
+    # Meta Muse Glimmer / Spark: gated sliding attention, sandwich norms (Spark: residual gates, pooled MoE)
+    **dict.fromkeys(("muse_glimmer", "muse_glimmer_text"), _lazy("cross_vl", "build_muse_glimmer")),
+    **dict.fromkeys(("muse_spark", "muse_spark_text"), _lazy("cross_vl", "build_muse_spark")),
     "dory": _lazy("dory", "build_dory"),  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
     "axk2": _lazy("axk2", "build_axk2"),  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
     "aria_text": _lazy("north_aria", "build_aria"),  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
@@ -109,6 +120,11 @@ FAMILIES = {
     "diffllama": _lazy("older", "build_diffllama"),  # differential attention: Llama's tensors + four lambda vectors per layer
     "bitnet": _lazy("older", "build_bitnet"),  # Microsoft BitNet b1.58: Llama + sub-norms before o_proj and down_proj
     "doge": _lazy("older", "build_doge"),  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
+    # DeepSeek-OCR 2 and Unlimited-OCR: Llama attention with DeepSeek-V2's MoE (shared experts, mlp_layer_types)
+    **dict.fromkeys(("deepseek_ocr2", "deepseek_ocr2_text", "unlimited_ocr", "unlimited_ocr_text"),
+                    _lazy("mm_text", "build_deepseek_ocr")),
+    **dict.fromkeys(("molmo2", "molmo2_text"), _lazy("mm_text", "build_molmo2")),  # Ai2 Molmo 2: OLMo-style attention, extra vocabulary rows
+    **dict.fromkeys(("glm_ocr", "glm_ocr_text"), _lazy("mm_text", "build_glm_ocr")),  # GLM-OCR: GLM-4.1V's layers, unbiased q/k/v, an MTP layer
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -133,6 +149,22 @@ SAME_AS = {
     # Cohere North / Compass (North-Micro-Vision-Instruct's language model): Cohere's parallel block,
     # its sliding layers named in layer_types
     "cohere_compass_text": "cohere", "cohere_compass": "cohere",
+    # Mistral Small 4 (mistral3 wrapping text_config mistral4): DeepSeek-V3's MLA and MoE with
+    # softmax routing (no correction bias); its Llama-4 query scaling has no weights
+    "mistral4": "deepseek_v3",
+    # Tencent Hy v4 VL's language model: HYV4Config's decoder (its mRoPE has no weights)
+    "hy_v4_vl": "hy_v4", "hy_v4_vl_text": "hy_v4",
+    # multimodal wrappers whose language model is a family here (modular_<type>.py in transformers
+    # 5.24; tests/test_families_mm_wrappers.py). PaddleOCR-VL: ERNIE-4.5-0.3B (PaddleOCRDecoderLayer
+    # is Ernie4_5DecoderLayer); its hub config.json is flat, model_type paddleocr_vl at the top
+    **dict.fromkeys(("paddleocr_vl", "paddleocr_vl_text"), "ernie4_5"),
+    **dict.fromkeys(("hunyuan_vl", "hunyuan_vl_text"), "hunyuan_v1_dense"),  # HunyuanOCR: Hunyuan dense, xdrope
+    # Granite Vision 4 / Granite-Docling (transformers' granite_docling): GraniteModel under text_config
+    **dict.fromkeys(("granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text"), "granite"),
+    # NVIDIA Cosmos3-Edge: Llama attention and an ungated ReLU^2 MLP (fc1 / fc2), Arcee's tensors
+    **dict.fromkeys(("cosmos3_edge", "cosmos3_edge_text"), "arcee"),
+    # Qwen2.5-Omni: the thinker's language model (thinker_config.text_config) is Qwen2.5-VL's
+    **dict.fromkeys(("qwen2_5_omni", "qwen2_5_omni_thinker", "qwen2_5_omni_text"), "qwen2_5_vl_text"),
 }
 
 # checkpoint dtype -> the weight format an engine serves it in: engines load float32

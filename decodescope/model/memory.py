@@ -84,7 +84,7 @@ def per_request_cache(arch: Arch, d: Deployment, layers) -> tuple[float, float]:
             elif isinstance(m, MLA):
                 kv += n * tokens * m.kv_bytes_per_token(1, d.kv_bytes)
             elif isinstance(m, PooledKV):  # DeepSeek-V4: a raw window plus pooled rows
-                kv += n * m.kv_cache_bytes(tokens, d.kv_bytes)
+                kv += n * m.kv_cache_bytes(tokens, d.kv_bytes, d.tp)
             elif isinstance(m, StateMixer):  # a fixed-size state: GatedDeltaNet, Mamba2, ShortConv, KDA
                 state += n * slots * m.state_bytes(d.tp)
     return kv, state

@@ -1,0 +1,177 @@
+"""Multimodal wrappers whose language model is (nearly) a decoder family here: GLM-OCR, PaddleOCR-VL,
+HunyuanOCR (hunyuan_vl), DeepSeek-OCR 2, Unlimited-OCR, Granite Vision 4, granite_docling, Molmo 2,
+Cosmos3-Edge and Qwen2.5-Omni (decodescope/arch/mm_text.py, registry SAME_AS). Each was refused
+before ("model_type='<x>_text' is not supported").
+
+Expected counts are transformers 5.24's language model (decoder + an untied LM head) built on the
+meta device from the same config; layouts are read by hand from each modeling_<type>.py."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+from decodescope.arch.blocks import Attention, DenseMLP, MoE
+from decodescope.errors import DecodescopeError
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+
+def _defaults(cls: str) -> Path:
+    return CONFIGS / f"transformers__{cls}-defaults.json"
+
+
+def _variant(tmp_path, cls: str, **text) -> str:
+    """The class defaults of `cls` with `text` set in their text_config."""
+    d = json.loads(_defaults(cls).read_text())
+    d["text_config"].update(text)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(d))
+    return str(p)
+
+
+# transformers 5.24 on the meta device: the language model's parameters plus the LM head where
+# it is not tied (model.language_model / model.text_model, get_output_embeddings())
+TRANSFORMERS_COUNTS = {
+    "GlmOcrConfig": 373_359_616,
+    "PaddleOCRVLConfig": 360_748_032,
+    "GraniteDoclingConfig": 386_630_656,
+    "Molmo2Config": 8_191_259_648,
+    "UnlimitedOcrConfig": 2_934_734_080,
+    "Cosmos3EdgeConfig": 1_946_273_792,
+    "Qwen2_5OmniThinkerConfig": 7_615_616_512,
+    # Qwen2_5OmniForConditionalGeneration's thinker: Qwen2_5OmniThinkerTextModel 7,070,619,136 +
+    # its untied 152,064 x 3,584 head
+    "Qwen2_5OmniConfig": 7_615_616_512,
+    # the defaults do not build in transformers (Granite4VisionModel needs deepstack_layer_map and
+    # downsample_rate): built with deepstack_layer_map [[-1, 0]], downsample_rate "1/4", which
+    # change only the projector
+    "Granite4VisionConfig": 6_738_415_616,
+    # HunYuanVLTextConfig's head_dim is None, which its attention cannot build: built with
+    # head_dim 128 (hidden_size / heads, what decodescope assumes)
+    "HunYuanVLConfig": 7_667_982_336,
+}
+
+
+@pytest.mark.parametrize("cls", sorted(TRANSFORMERS_COUNTS))
+def test_class_defaults_count_as_transformers(cls):
+    a = load_arch(str(_defaults(cls)))
+    assert a.params_total == pytest.approx(TRANSFORMERS_COUNTS[cls], rel=1e-5)
+    assert any("not counted" in n for n in a.notes)  # the vision / audio tower is named, not counted
+
+
+def test_glm_ocr_release_config_by_hand():
+    """zai-org/GLM-OCR: 16 GLM-4.1V layers, hidden 1536, 16 q heads / 8 kv heads of 128, MLP 4608,
+    q/k/v and o unbiased (GlmOcrTextAttention), four norms a layer (the two pre-norms and
+    post_self_attn / post_mlp_layernorm), untied head of 59,392 rows; one MTP layer that
+    transformers skips (layers.16)."""
+    a = load_arch(str(CONFIGS / "zai-org__GLM-OCR.trimmed.json"))
+    h, q, kv, inter, vocab = 1536, 16 * 128, 8 * 128, 4608, 59392
+    layer = 2 * h * q + 2 * h * kv + 3 * h * inter + 4 * h
+    assert a.params_total == 16 * layer + 2 * vocab * h + h
+    # transformers 5.24 on the meta device: 582,059,520 + the 91,226,112 head (the whole model with
+    # its 434 M vision tower: 1.107 B; the model card says 0.9B)
+    assert a.params_total == pytest.approx(582_059_520 + 91_226_112, rel=1e-5)
+    assert not a.layers[0].mixer.attention_bias and not a.layers[0].mixer.o_bias
+    # KV per token per layer: 8 heads x (128 K + 128 V) x 2 bytes
+    assert a.layers[0].mixer.kv_bytes_per_token(8, 2) == 4096
+    # the MTP layer: eh_proj [h, 2h], enorm, hnorm, shared_head.norm and one more layer
+    assert len(a.mtp) == 1 and a.params_mtp == layer + 2 * h * h + 3 * h
+
+
+def test_paddleocr_vl_is_ernie_and_reads_the_flat_hub_layout(tmp_path):
+    """PaddleOCR-VL's language model is ERNIE-4.5-0.3B: 18 layers, hidden 1024, 16 q heads and 2
+    kv heads of 128, SwiGLU 3072, no biases (use_bias false), a tied 103,424-row embedding. Its
+    hub config.json puts those fields at the top level (model_type paddleocr_vl, no text_config)."""
+    d = json.loads(_defaults("PaddleOCRVLConfig").read_text())
+    h, q, kv, inter, vocab = 1024, 16 * 128, 2 * 128, 3072, 103424
+    layer = 2 * h * q + 2 * h * kv + 3 * h * inter + 2 * h
+    assert load_arch(str(_defaults("PaddleOCRVLConfig"))).params_total == 18 * layer + vocab * h + h
+    flat = {**{k: v for k, v in d["text_config"].items() if k != "model_type"}, "model_type": "paddleocr_vl",
+            "architectures": ["PaddleOCRVLForConditionalGeneration"], "vision_config": d["vision_config"]}
+    (tmp_path / "flat.json").write_text(json.dumps(flat))
+    a = load_arch(str(tmp_path / "flat.json"))
+    assert a.params_total == 18 * layer + vocab * h + h and a.tie_word_embeddings
+
+
+def test_hunyuan_vl_keeps_its_qk_norms_without_use_qk_norm(tmp_path):
+    """HunYuanDenseV1Attention builds query_layernorm / key_layernorm (head_dim each) whatever
+    the config says; HunYuanVLTextConfig names no use_qk_norm."""
+    a = load_arch(str(_defaults("HunYuanVLConfig")))
+    names = [t.name for t in a.layers[0].tensors()]
+    assert "q_norm" in names and "k_norm" in names
+    # the same for Hunyuan dense itself (hunyuan_v1_dense), with or without the flag
+    cfg = json.loads(_defaults("HunYuanVLConfig").read_text())["text_config"]
+    flat = {**cfg, "model_type": "hunyuan_v1_dense"}
+    flat.pop("use_qk_norm", None)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(flat))
+    assert load_arch(str(p)).params_total == a.params_total
+
+
+def test_deepseek_ocr2_needs_its_routing_fields(tmp_path):
+    """DeepseekOcr2TextConfig leaves num_experts_per_tok and mlp_layer_types None (its model
+    cannot be built from them either): one clear error; with them set, transformers' count."""
+    with pytest.raises(DecodescopeError, match="num_experts_per_tok"):
+        load_arch(str(_defaults("DeepseekOcr2Config")))
+    a = load_arch(_variant(tmp_path, "DeepseekOcr2Config", num_experts_per_tok=6,
+                           mlp_layer_types=["dense"] + ["sparse"] * 31))
+    # transformers 5.24 on the meta device, the same two fields set
+    assert a.params_total == pytest.approx(38_503_739_392, rel=1e-5)
+    assert isinstance(a.layers[0].mlp, DenseMLP) and isinstance(a.layers[1].mlp, MoE)
+    assert isinstance(a.layers[0].mixer, Attention)  # LlamaAttention (MHA), not MLA
+
+
+def test_unlimited_ocr_layout_by_hand():
+    """12 layers of MHA (10 heads of 128 on hidden 1280), layer 0 a dense SwiGLU of 6848, then
+    DeepseekV2Moe: 64 experts of 896, top 6, two shared experts merged into one MLP of 1792, a
+    64 x 1280 router without bias. Every layer "reference_sliding_attention": counted in full."""
+    a = load_arch(str(_defaults("UnlimitedOcrConfig")))
+    assert [x.kind for x in a.layers] == ["attention"] * 12
+    moe = a.layers[1].mlp
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (64, 6, 1792)
+    assert any("reference sliding-window" in n for n in a.notes)
+    h = 1280
+    attn = 4 * h * h + 2 * h
+    per_token = 12 * attn + 3 * h * 6848 + 11 * (6 * 3 * h * 896 + 3 * h * 1792 + 64 * h) + 129280 * h + h
+    # ~574 M read per token: DeepSeek-OCR's decoder is published as "DeepSeek3B-MoE-A570M"
+    assert a.params_read_per_token == per_token
+
+
+def test_molmo2_layout_and_extra_vocabulary(tmp_path):
+    """Molmo2TextModel: embed_tokens of vocab_size + additional_vocab_size (151,936 + 128) rows,
+    lm_head of vocab_size; q/k norms per head (qk_norm_type qwen3); o_proj never biased."""
+    a = load_arch(str(_defaults("Molmo2Config")))
+    assert [t.shape for t in a.input_tables] == [(128, 4096)]
+    names = {t.name: t.shape for t in a.layers[0].tensors()}
+    assert names["q_norm"] == (128,) and "o_proj.bias" not in names
+    # qk_norm_type olmo: norms over all heads (32 x 128 and 8 x 128); qkv_bias: q, k, v biased;
+    # transformers 5.24 on the meta device with the same two fields
+    b = load_arch(_variant(tmp_path, "Molmo2Config", qk_norm_type="olmo", attention_bias=True))
+    assert b.params_total == pytest.approx(8_191_655_936, rel=1e-5)
+    with pytest.raises(DecodescopeError, match="qk_norm_type"):
+        load_arch(_variant(tmp_path, "Molmo2Config", qk_norm_type="gemma"))
+
+
+def test_cosmos3_edge_mlp_has_no_gate():
+    """Cosmos3EdgeTextMLP: fc1 -> ReLU^2 -> fc2, no gate, no biases."""
+    mlp = load_arch(str(_defaults("Cosmos3EdgeConfig"))).layers[0].mlp
+    assert isinstance(mlp, DenseMLP) and not mlp.gated and not mlp.bias
+
+
+def test_qwen2_5_omni_head_follows_the_thinkers_flag(tmp_path):
+    """Qwen2.5-Omni's defaults: thinker_config.tie_word_embeddings false, its text_config's true;
+    transformers ties by the thinker's, so the head is counted. The hub's config.json names no
+    model_type in thinker_config.text_config: the top-level qwen2_5_omni is read."""
+    a = load_arch(str(_defaults("Qwen2_5OmniConfig")))
+    assert not a.tie_word_embeddings and any("talker" in n for n in a.notes)
+    d = json.loads(_defaults("Qwen2_5OmniConfig").read_text())
+    del d["thinker_config"]["text_config"]["model_type"]
+    (tmp_path / "hub.json").write_text(json.dumps(d))
+    assert load_arch(str(tmp_path / "hub.json")).params_total == a.params_total
+
+
+@pytest.mark.parametrize("cls", ["GraniteDoclingConfig", "PaddleOCRVLConfig"])
+def test_tied_wrappers(cls):
+    assert load_arch(str(_defaults(cls))).tie_word_embeddings
