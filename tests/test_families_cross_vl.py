@@ -58,7 +58,7 @@ from decodescope.arch.fields import Fields
 from decodescope.arch.registry import build_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import make_deployment
-from decodescope.model.memory import per_request_cache
+from decodescope.model.memory import per_request_cache, weights_held_per_stage
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 MLLAMA_11B = CONFIGS / "meta-llama__Llama-3.2-11B-Vision-Instruct.json"
@@ -132,7 +132,10 @@ def test_ernie_vl_reads_text_experts_only():
     a = _arch("transformers__Ernie4_5_VLMoeConfig-defaults.json")
     assert a.params_active == 3_352_150_208
     assert a.params_read_per_token == 3_352_150_208
-    assert sum(t.params for t in a.input_tables) == 27 * (251_658_240 + 163_904)
+    assert sum(t.params for layer in a.layers for t in layer.idle) == 27 * (251_658_240 + 163_904)
+    assert a.input_tables == ()
+    # held all the same: one bf16 GPU holds 2 B of every parameter (the tied head once)
+    assert weights_held_per_stage(a, make_deployment(a, "h200")) == [2 * 28_624_635_776]
     assert not any("vision" in t.name for layer in a.layers for t in layer.tensors())
     assert any("vision experts" in n for n in a.notes)
 

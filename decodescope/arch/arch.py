@@ -48,7 +48,8 @@ class Arch:
         # distinct layers (set, not cached on first use: see Tensor)
         counts = Counter(self.layers).items()
         own = [(x, n) for x, n in counts if not x.reuses]
-        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors()) for x, n in own),
+        object.__setattr__(self, "_layer_params", (sum(n * sum(t.params for t in x.tensors() + list(x.idle))
+                                                       for x, n in own),
                                                    sum(n * active_params(x) for x, n in own),
                                                    sum(n * active_params(x) for x, n in counts if x.reuses)))
 

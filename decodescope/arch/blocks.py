@@ -9,10 +9,9 @@ from functools import lru_cache
 from math import prod
 
 # How tensor parallelism splits a tensor:
-#   col   output dim split (q/gate/up projections)      row  input dim split (o/down)
-#   kv    col, but a GPU holds max(1, kv_heads/TP) heads (KV heads replicate once TP > kv_heads)
-#   rep   every GPU holds all of it (norms, routers, MLA down-projections, convs)
-#   vocab vocab-parallel (embedding, LM head)
+#   col  output dim split (q/gate/up projections); row  input dim split (o/down); vocab  vocab-parallel
+#   kv   col, but a GPU holds max(1, kv_heads/TP) heads (KV heads replicate once TP > kv_heads)
+#   rep  every GPU holds all of it (norms, routers, MLA down-projections, convs)
 SHARDS = ("col", "row", "kv", "rep", "vocab")
 
 
@@ -390,6 +389,7 @@ class Layer:
     # runs the weights of a layer before it (a shared block, a looped layer): read every pass,
     # held and counted with that layer; its KV cache and state are its own
     reuses: bool = False
+    idle: tuple[Tensor, ...] = ()  # held and counted, never read decoding text (ERNIE-4.5-VL's vision experts)
 
     def tensors(self) -> list[Tensor]:
         return list(_layer_tensors(self))

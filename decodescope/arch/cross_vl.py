@@ -106,8 +106,8 @@ def build_ernie4_5_vl_moe(f: Fields):
     """ERNIE-4.5-VL's language model (Ernie4_5_VLMoeTextModel): ERNIE 4.5 MoE layers whose sparse
     MLP holds two routed groups of num_experts experts, each with its own router and correction
     bias: text experts run on text tokens, vision experts on image / video tokens, one shared MLP
-    on all. Decode emits text tokens only, so the vision group is counted and held but never
-    read (kept in the input tables, beside the embedding)."""
+    on all. Decode emits text tokens only, so the vision group is counted and held (split as
+    the text experts are) but never read: Layer.idle."""
     f = rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k", "attention_bias": "use_bias"})
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
     bias = bool(f.get("attention_bias", default=False))
@@ -118,15 +118,17 @@ def build_ernie4_5_vl_moe(f: Fields):
     text = moe(Fields({**f.data, "moe_intermediate_size": text_i}, f.source),
                shared_expert_intermediate_size=shared, router_bias=True)
     dense = DenseMLP(h, f.need("intermediate_size"), bias=bias)
+    e = text.num_experts
+    # per sparse layer: vision experts gate_up [2 x vision_i, h] + down [h, vision_i] each; their router [e, h] + bias [e]
+    vision = (Tensor("vision_experts.gate_up_proj", (2 * vision_i, h), "col", experts=e),
+              Tensor("vision_experts.down_proj", (h, vision_i), "row", experts=e),
+              Tensor("vision_gate", (e, h), "rep", linear=False), Tensor("vision_gate.bias", (e,), "rep", linear=False))
     attn = attention(f)
-    layers = [Layer("attention", attn, dense if k == "dense" else text) for k in kinds]
-    m, e = kinds.count("sparse"), text.num_experts
-    # per sparse layer and vision expert: gate_up [2 x vision_i, h] + down [h, vision_i]; a router [e, h] + bias [e]
-    tables = (Tensor("vision_moe.experts", (m * e * 3 * vision_i, h), "vocab"),
-              Tensor("vision_moe.gate", (m * e, h + 1), "vocab", linear=False)) if m else ()
+    layers = [Layer("attention", attn, dense) if k == "dense" else Layer("attention", attn, text, idle=vision)
+              for k in kinds]
     notes = (f"vision experts ({e} per sparse layer, width {vision_i}) counted and held, never read: "
-             "decode runs text tokens, which route to the text experts only",) if m else ()
-    return layers, [], notes, tables
+             "decode runs text tokens, which route to the text experts only",) if "sparse" in kinds else ()
+    return layers, [], notes
 
 
 def _muse_layer_types(f: Fields, n: int) -> list[str]:

@@ -50,7 +50,8 @@ def _bytes_held(tensors, d: Deployment, mtp=False) -> float:
 def _layers_held(layers, d: Deployment) -> float:
     # a layer that reuses another's weights holds none of its own (the one it reuses is in this stage: a
     # split that puts them apart would need a copy, which is not counted)
-    return sum(n * _bytes_held(layer.tensors(), d) for layer, n in unique_layers(layers) if not layer.reuses)
+    return sum(n * _bytes_held(layer.tensors() + list(layer.idle), d) for layer, n in unique_layers(layers)
+               if not layer.reuses)
 
 
 def weights_held_per_stage(arch: Arch, d: Deployment) -> list[float]:
