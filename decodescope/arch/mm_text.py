@@ -1,8 +1,11 @@
 """Language models of multimodal wrappers that are nearly a family here (transformers 5.24):
 GLM-OCR (GLM-4's layers and a next-n MTP layer), DeepSeek-OCR 2 / Unlimited-OCR (Llama
 attention with DeepSeek-V2's MoE) and Ai2's Molmo 2 (OLMo 2-style attention with per-head or
-full q/k norms, a table of extra vocabulary rows). The wrappers that are a family tensor for
-tensor are registry.SAME_AS entries."""
+full q/k norms, a table of extra vocabulary rows) and Meta's Chameleon (Llama with a LayerNorm
+on each query and key head). The wrappers that are a family tensor for tensor are
+registry.SAME_AS entries."""
+
+from dataclasses import replace
 
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, build_decoder, nextn_mtp
@@ -63,3 +66,16 @@ def build_molmo2(f: Fields):
                                "set additional_vocab_size to the extra embedding rows (128 in allenai/Molmo2-8B)")
     table = [Tensor("embed_tokens.additional", (extra, h), "vocab", linear=False)] if extra else []
     return layers, [], (), table
+
+
+def build_chameleon(f: Fields):
+    """Meta Chameleon / Anole (chameleon): Llama's layers whose queries and keys pass a LayerNorm
+    with its own weight and bias per head (ChameleonLayerNorm over [heads, head_dim]: split with
+    the heads under TP); swin_norm (Chameleon-30B) moves the layer norms after each sublayer,
+    which adds no weights. Its VQ image tokenizer (vq_config) is not counted."""
+    layers, mtp, notes = build_decoder(Fields({**f.data, "model_type": "llama"}, f.source))
+    a = layers[0].mixer
+    q, kv = a.num_attention_heads * a.head_dim, a.num_key_value_heads
+    norms = tuple(Tensor(f"q_norm.{w}", (q,), "col", linear=False) for w in ("weight", "bias")) + tuple(
+        Tensor(f"k_norm.{w}", (kv * a.head_dim,), "kv", linear=False, kv_heads=kv) for w in ("weight", "bias"))
+    return [replace(x, extra=x.extra + norms) for x in layers], mtp, notes

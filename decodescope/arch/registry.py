@@ -125,6 +125,7 @@ FAMILIES = {
                     _lazy("mm_text", "build_deepseek_ocr")),
     **dict.fromkeys(("molmo2", "molmo2_text"), _lazy("mm_text", "build_molmo2")),  # Ai2 Molmo 2: OLMo-style attention, extra vocabulary rows
     **dict.fromkeys(("glm_ocr", "glm_ocr_text"), _lazy("mm_text", "build_glm_ocr")),  # GLM-OCR: GLM-4.1V's layers, unbiased q/k/v, an MTP layer
+    "chameleon": _lazy("mm_text", "build_chameleon"),  # Meta Chameleon / Anole: Llama + a LayerNorm per query / key head
 }
 
 # model_types whose decoder is another family's, tensor for tensor: transformers 5.24's model
@@ -149,6 +150,7 @@ SAME_AS = {
     # Cohere North / Compass (North-Micro-Vision-Instruct's language model): Cohere's parallel block,
     # its sliding layers named in layer_types
     "cohere_compass_text": "cohere", "cohere_compass": "cohere",
+    "emu3": "llama", "emu3_text_model": "llama",  # BAAI Emu3: Emu3TextModel is LlamaModel (its VQ-VAE not counted)
     # Mistral Small 4 (mistral3 wrapping text_config mistral4): DeepSeek-V3's MLA and MoE with
     # softmax routing (no correction bias); its Llama-4 query scaling has no weights
     "mistral4": "deepseek_v3",
@@ -235,7 +237,7 @@ def build_arch(raw: RawConfig) -> Arch:
         # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
         quant = {**quant, "expert_dtype": "fp4"}
     holder = raw.data.get("thinker_config") or raw.data
-    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config") if holder.get(k)]
+    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config", "vq_config") if holder.get(k)]
     tower_note = (f"the {' and '.join(towers)} encoder{'s' if len(towers) > 1 else ''} of this multimodal "
                   "config: not counted, as decode runs the language model only",) if towers else ()
     if raw.data.get("talker_config"):
