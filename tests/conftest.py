@@ -160,6 +160,39 @@ def transformers_server(tiny_model_dir, tmp_path_factory):
     stop(proc)
 
 
+@pytest.fixture
+def write_config(tmp_path):
+    """A function writing a config (a dict as JSON, or bytes as they are) to `name` in this
+    test's tmp dir, config.json unless told, making its folders: its path (str)."""
+
+    def write(cfg: dict | bytes, name: str = "config.json") -> str:
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(cfg, bytes):
+            p.write_bytes(cfg)
+        else:
+            p.write_text(json.dumps(cfg))
+        return str(p)
+
+    return write
+
+
+@pytest.fixture
+def config_variant(write_config):
+    """A function writing the config file `base` with `changes` set at its top level and the
+    fields of `text_config` set in its text_config, to a config.json in this test's tmp dir:
+    its path (str)."""
+
+    def variant(base: Path, text_config: dict | None = None, **changes) -> str:
+        cfg = json.loads(Path(base).read_text())
+        cfg.update(changes)
+        if text_config:
+            cfg["text_config"].update(text_config)
+        return write_config(cfg)
+
+    return variant
+
+
 @dataclass(frozen=True)
 class Measured:
     exit_code: int

@@ -1,6 +1,5 @@
 """arch: config.json -> layers and parameter counts, checked against published figures."""
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,12 +145,6 @@ def test_mtp_module_sizes():
     assert load_arch("qwen3-next-80b-a3b").notes  # MTP assumed: the config does not list it
 
 
-def _write(tmp_path, cfg, name="config.json"):
-    p = tmp_path / name
-    p.write_text(json.dumps(cfg))
-    return p
-
-
 LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000, "torch_dtype": "bfloat16"}
 
@@ -165,8 +158,8 @@ LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "n
     ({**LLAMA, "layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 128},
      [128, None, 128, None]),
 ])
-def test_sliding_window_rules(tmp_path, cfg, windows):
-    a = load_arch(str(_write(tmp_path, cfg)))
+def test_sliding_window_rules(write_config, cfg, windows):
+    a = load_arch(write_config(cfg))
     assert [layer.mixer.sliding_window for layer in a.layers] == windows
 
 
@@ -177,10 +170,9 @@ def test_explicit_head_dim_is_not_hidden_over_heads(preset, head_dim):
     assert {layer.mixer.head_dim for layer in a.layers if "attention" == layer.kind} == {head_dim}
 
 
-def test_model_folder_and_text_config_nesting(tmp_path):
-    (tmp_path / "m").mkdir()
-    _write(tmp_path / "m", {"architectures": ["X"], "model_type": "wrapper", "tie_word_embeddings": True,
-                            "text_config": LLAMA, "vision_config": {"depth": 27}})
+def test_model_folder_and_text_config_nesting(tmp_path, write_config):
+    write_config({"architectures": ["X"], "model_type": "wrapper", "tie_word_embeddings": True,
+                  "text_config": LLAMA, "vision_config": {"depth": 27}}, "m/config.json")
     a = load_arch(str(tmp_path / "m"))
     assert a.tie_word_embeddings and len(a.layers) == 4
     assert a.params_total == a.params_layers_total + 1000 * 256 + 256  # tied head counted once
@@ -192,10 +184,8 @@ def test_non_standard_json_infinity_is_read():
     assert load_arch("nemotron-h-56b").params_total > 0
 
 
-def test_hub_id_read_from_local_cache(tmp_path, monkeypatch):
-    snap = tmp_path / "models--acme--tiny" / "snapshots" / "0123abc"
-    snap.mkdir(parents=True)
-    _write(snap, LLAMA)
+def test_hub_id_read_from_local_cache(tmp_path, write_config, monkeypatch):
+    write_config(LLAMA, "models--acme--tiny/snapshots/0123abc/config.json")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert load_arch("acme/tiny").name == "tiny"
@@ -209,11 +199,11 @@ def test_hub_id_read_from_local_cache(tmp_path, monkeypatch):
     ({**LLAMA, "model_type": "qwen3_next", "full_attention_interval": None}, "full_attention_interval"),
     ({**LLAMA, "layer_types": ["full_attention"]}, "layer_types has 1 entries"),
 ])
-def test_bad_config_names_the_field_and_the_file(tmp_path, cfg, message):
-    path = _write(tmp_path, cfg)
+def test_bad_config_names_the_field_and_the_file(write_config, cfg, message):
+    path = write_config(cfg)
     with pytest.raises(DecodescopeError, match=message) as e:
-        load_arch(str(path))
-    assert str(path) in str(e.value)
+        load_arch(path)
+    assert path in str(e.value)
 
 
 def test_unknown_model_suggests_presets():

@@ -1,7 +1,6 @@
 """Families beyond the bundled presets: each real config's parameter count against the
 figure its publisher gives (model card, or the hub page's safetensors count)."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -186,12 +185,11 @@ def test_sparse_attention_reads_topk_latents_and_all_index_keys():
     assert mla.kv_read_bytes(1000, 1, 2) == 1000 * (1152 + 132)
 
 
-def test_unsupported_family_keeps_a_clear_message(tmp_path):
+def test_unsupported_family_keeps_a_clear_message(write_config):
     from decodescope.errors import DecodescopeError
-    p = tmp_path / "config.json"
-    p.write_text('{"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8}')
+    p = write_config({"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8})
     with pytest.raises(DecodescopeError, match="model_type='rwkv7'.*not supported"):
-        load_arch(str(p))
+        load_arch(p)
 
 
 def test_nemotron_nas_block_configs():
@@ -237,7 +235,7 @@ def test_granite_hybrid_every_layer_has_experts_and_a_shared_mlp():
     assert all(isinstance(x.mlp, MoE) and x.mlp.shared_expert_intermediate_size == 1536 for x in a.layers)
 
 
-def test_ling_2_sizes_its_shared_expert_apart(tmp_path):
+def test_ling_2_sizes_its_shared_expert_apart(write_config):
     # Ling 2.0's fields (Ling-mini-2.0's dimensions as NeMo's BailingMoeV2Config documents
     # them): one dense layer first, then 256 experts of 512, 8 per token, one shared expert
     # of moe_shared_expert_intermediate_size, sigmoid routing with an expert bias, q/k norms
@@ -246,9 +244,7 @@ def test_ling_2_sizes_its_shared_expert_apart(tmp_path):
            "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512, "num_shared_experts": 1,
            "moe_shared_expert_intermediate_size": 512, "first_k_dense_replace": 1, "use_qk_norm": True,
            "moe_router_enable_expert_bias": True, "use_qkv_bias": False, "tie_word_embeddings": False}
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    a = load_arch(str(p))
+    a = load_arch(write_config(cfg))
     assert not isinstance(a.layers[0].mlp, MoE) and a.layers[0].mlp.intermediate_size == 5120
     moe = a.layers[1].mlp
     assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (256, 8, 512)

@@ -233,13 +233,11 @@ def test_glm_hf_layout_counts_as_the_chatglm_original():
     ("databricks__dbrx-instruct", {"ffn_config": [1]}, "ffn_config"),
     ("arcee-ai__Trinity-Nano-Preview", {"global_attn_every_n_layers": 0}, "global_attn_every_n_layers"),
 ])
-def test_broken_new_family_fields_end_in_one_clear_error(tmp_path, name, edit, field):
+def test_broken_new_family_fields_end_in_one_clear_error(config_variant, name, edit, field):
     from decodescope.errors import DecodescopeError
-    data = {**json.loads((CONFIGS / f"{name}.json").read_text()), **edit}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
+    path = config_variant(CONFIGS / f"{name}.json", **edit)
     with pytest.raises(DecodescopeError, match=field):
-        load_arch(str(path))
+        load_arch(path)
 
 
 def test_a_modelopt_quant_config_passed_as_the_model_config_says_so():
@@ -250,12 +248,11 @@ def test_a_modelopt_quant_config_passed_as_the_model_config_says_so():
 
 
 @pytest.mark.parametrize("value", [["float32"], {"dtype": "float32"}, 4])
-def test_a_state_dtype_that_is_not_a_name_is_one_clear_error(tmp_path, value):
+def test_a_state_dtype_that_is_not_a_name_is_one_clear_error(write_config, value):
     # found by the config fuzz test: a list made `value in dict` raise TypeError (unhashable)
     from decodescope.errors import DecodescopeError
     data = json.loads((CONFIGS / "nvidia__NVIDIA-Nemotron-3-Super-120B-A12B-FP8.json").read_text())
     data["mamba_ssm_cache_dtype"] = data["mamba_ssm_dtype"] = value
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
+    path = write_config(data)
     with pytest.raises(DecodescopeError, match="mamba_ssm_dtype"):
-        load_arch(str(path))
+        load_arch(path)

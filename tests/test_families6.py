@@ -32,16 +32,14 @@ def test_glm4_32b_counts_four_norms_per_layer_and_matches_transformers():
     assert abs(2 * a.params_total / 65.2e9 - 1) < 0.01
 
 
-def test_glm4v_language_model_biases_q_k_v_not_o(tmp_path):
+def test_glm4v_language_model_biases_q_k_v_not_o(write_config):
     # GLM-4.1V's text decoder (transformers Glm4vTextAttention) hard-codes q/k/v biases and
     # keeps GLM-4's four norms; the sizes here are GLM-4.1V-9B's text_config
     cfg = {"model_type": "glm4v", "vision_config": {"depth": 24},
            "text_config": {"model_type": "glm4v_text", "hidden_size": 4096, "intermediate_size": 13696,
                            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2,
                            "vocab_size": 151552, "partial_rotary_factor": 0.5}}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    layer = {t.name: t.shape for t in load_arch(str(path)).layers[0].tensors()}
+    layer = {t.name: t.shape for t in load_arch(write_config(cfg)).layers[0].tensors()}
     assert layer["q_proj.bias"] == (4096,) and layer["k_proj.bias"] == (256,) and layer["v_proj.bias"] == (256,)
     assert "o_proj.bias" not in layer and "post_mlp_layernorm" in layer
 
@@ -62,13 +60,11 @@ def test_hunyuan_a13b_matches_transformers_and_the_card():
     assert a.params_active == 32 * layer + 128167 * 4096 + 4096 == 12_747_448_320
 
 
-def test_hunyuan_per_layer_lists_and_int_fields_read_alike(tmp_path):
+def test_hunyuan_per_layer_lists_and_int_fields_read_alike(write_config):
     cfg = json.loads((CONFIGS / f"{HUNYUAN}.json").read_text())
     flat = {**cfg, "model_type": "hunyuan_v1_moe", "head_dim": 128, "moe_topk": 8, "num_shared_expert": 1}
     del flat["moe_intermediate_size"]  # transformers sizes the experts with intermediate_size
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(flat))
-    assert load_arch(str(path)).params_total == 80_393_183_232
+    assert load_arch(write_config(flat)).params_total == 80_393_183_232
 
 
 def test_hunyuan_large_cross_layer_attention_shares_kv_between_pairs_of_layers():
@@ -89,11 +85,10 @@ def test_hunyuan_large_cross_layer_attention_shares_kv_between_pairs_of_layers()
 
 @pytest.mark.parametrize("edit,field", [({"use_mla": True}, "use_mla"), ({"moe_topk": [8] * 31}, "moe_topk"),
                                         ({"moe_topk": 65}, "moe_topk"), ({"num_shared_expert": -1}, "num_shared_expert")])
-def test_hunyuan_large_and_broken_fields_end_in_one_clear_error(tmp_path, edit, field):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**json.loads((CONFIGS / f"{HUNYUAN}.json").read_text()), **edit}))
+def test_hunyuan_large_and_broken_fields_end_in_one_clear_error(config_variant, edit, field):
+    path = config_variant(CONFIGS / f"{HUNYUAN}.json", **edit)
     with pytest.raises(DecodescopeError, match=field):
-        load_arch(str(path))
+        load_arch(path)
 
 
 def test_qwen3_omni_reads_the_thinkers_language_model():
@@ -128,19 +123,17 @@ def test_longcat_flash_counts_two_attention_sublayers_and_the_real_experts():
 
 @pytest.mark.parametrize("edit,field", [({"moe_topk": 769}, "moe_topk"), ({"num_layers": None}, "num_layers"),
                                         ({"zero_expert_num": -1}, "zero_expert_num")])
-def test_broken_longcat_fields_end_in_one_clear_error(tmp_path, edit, field):
-    path = tmp_path / "config.json"
+def test_broken_longcat_fields_end_in_one_clear_error(write_config, edit, field):
     cfg = {**json.loads((CONFIGS / "mlx-community__LongCat-Flash-Chat-bf16.json").read_text()), **edit}
-    path.write_text(json.dumps({k: v for k, v in cfg.items() if v is not None}))
+    path = write_config({k: v for k, v in cfg.items() if v is not None})
     with pytest.raises(DecodescopeError, match=field):
-        load_arch(str(path))
+        load_arch(path)
 
 
-def test_ling_2_configs_that_say_bailing_moe_v2_read_as_bailing_moe(tmp_path):
+def test_ling_2_configs_that_say_bailing_moe_v2_read_as_bailing_moe(write_config):
     cfg = json.loads((CONFIGS / "inclusionAI__Ling-Coder-lite.json").read_text())
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**cfg, "model_type": "bailing_moe_v2"}))
-    assert load_arch(str(path)).params_total == load_arch(str(CONFIGS / "inclusionAI__Ling-Coder-lite.json")).params_total
+    as_v2 = load_arch(write_config({**cfg, "model_type": "bailing_moe_v2"}))
+    assert as_v2.params_total == load_arch(str(CONFIGS / "inclusionAI__Ling-Coder-lite.json")).params_total
 
 
 GEMMA3N = "transformers__Gemma3nTextConfig-defaults"
@@ -175,12 +168,11 @@ def test_gemma3n_kv_cache_only_in_the_layers_that_write_it():
     assert kv == (4 * 8193 + 16 * 512) * 2 * 256 * 2 * 2
 
 
-def test_gemma3n_multimodal_wrapper_reads_its_text_config(tmp_path):
+def test_gemma3n_multimodal_wrapper_reads_its_text_config(write_config):
     text = json.loads((CONFIGS / f"{GEMMA3N}.json").read_text())
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "gemma3n", "text_config": text, "vision_config": {"model_type": "gemma3n_vision"},
+    a = load_arch(write_config({"model_type": "gemma3n", "text_config": text,
+                                "vision_config": {"model_type": "gemma3n_vision"},
                                 "audio_config": {"model_type": "gemma3n_audio"}}))
-    a = load_arch(str(path))
     assert a.params_total == 6_835_235_568 and any("vision and audio" in n for n in a.notes)
 
 
@@ -189,30 +181,24 @@ def test_gemma3n_multimodal_wrapper_reads_its_text_config(tmp_path):
                                         ({"hidden_size_per_layer_input": 0}, "per-layer inputs"),
                                         ({"vocab_size_per_layer_input": 0}, "vocab_size_per_layer_input"),
                                         ({"laurel_rank": -1}, "laurel_rank")])
-def test_broken_gemma3n_fields_end_in_one_clear_error(tmp_path, edit, field):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**json.loads((CONFIGS / f"{GEMMA3N}.json").read_text()), **edit}))
+def test_broken_gemma3n_fields_end_in_one_clear_error(config_variant, edit, field):
+    path = config_variant(CONFIGS / f"{GEMMA3N}.json", **edit)
     with pytest.raises(DecodescopeError, match=field):
-        load_arch(str(path))
+        load_arch(path)
 
 
 @pytest.mark.parametrize("edit,exact", [({}, 5_077_177_856),
                                         ({"num_kv_shared_layers": 10, "use_double_wide_mlp": True}, 5_657_561_600)])
-def test_gemma4_per_layer_inputs_and_shared_kv_match_transformers(tmp_path, edit, exact):
+def test_gemma4_per_layer_inputs_and_shared_kv_match_transformers(config_variant, edit, exact):
     # transformers 5.24's Gemma4ForCausalLM on its class defaults (global_head_dim 512 where a
     # config leaves it out), and with the last 10 layers reusing K/V and running double-wide MLPs
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**json.loads((CONFIGS / "transformers__Gemma4TextConfig-defaults.json").read_text()),
-                                **edit}))
-    a = load_arch(str(path))
+    a = load_arch(config_variant(CONFIGS / "transformers__Gemma4TextConfig-defaults.json", **edit))
     assert a.params_total == exact
     assert [t.params for t in a.input_tables] == [262144 * 30 * 256]
     assert sum(x.mixer.kv_shared for x in a.layers) == edit.get("num_kv_shared_layers", 0)
 
 
-def test_gemma4_sharing_every_layers_kv_is_one_clear_error(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**json.loads((CONFIGS / "transformers__Gemma4TextConfig-defaults.json").read_text()),
-                                "num_kv_shared_layers": 30}))
+def test_gemma4_sharing_every_layers_kv_is_one_clear_error(config_variant):
+    path = config_variant(CONFIGS / "transformers__Gemma4TextConfig-defaults.json", num_kv_shared_layers=30)
     with pytest.raises(DecodescopeError, match="num_kv_shared_layers"):
-        load_arch(str(path))
+        load_arch(path)

@@ -61,14 +61,13 @@ def test_flint_layout_sinks_and_window():
     assert (kv, state) == ((14 * 1001 + 35 * 513) * 2048, 0)
 
 
-def test_flint_and_kolibri_layer_types_default_as_their_config_classes(tmp_path):
+def test_flint_and_kolibri_layer_types_default_as_their_config_classes(write_config):
     """Without layer_types: Flint's rule above, Kolibri-1's full attention every 5th layer."""
     for cls, full in (("FlintConfig", 14), ("Kolibri1Config", 10)):
         cfg = json.loads((CONFIGS / f"transformers__{cls}-defaults.json").read_text())
         del cfg["layer_types"]
-        p = tmp_path / f"{cls}.json"
-        p.write_text(json.dumps(cfg))
-        assert sum(layer.kind == "attention" for layer in load_arch(str(p)).layers) == full
+        a = load_arch(write_config(cfg, f"{cls}.json"))
+        assert sum(layer.kind == "attention" for layer in a.layers) == full
 
 
 def test_kolibri_post_norms_and_window():
@@ -92,11 +91,10 @@ def test_axk1_norm_after_each_moe_block_only():
     assert cfg["mlp_layer_types"].count("sparse") == 60
 
 
-def test_axk1_differs_from_deepseek_v3_by_the_post_moe_norms(tmp_path):
+def test_axk1_differs_from_deepseek_v3_by_the_post_moe_norms(write_config):
     cfg = json.loads((CONFIGS / "transformers__AXK1Config-defaults.json").read_text())
-    p = tmp_path / "as_v3.json"
-    p.write_text(json.dumps({**cfg, "model_type": "deepseek_v3"}))
-    assert TRANSFORMERS_COUNTS["AXK1Config"] - load_arch(str(p)).params_total == 60 * 7168
+    as_v3 = load_arch(write_config({**cfg, "model_type": "deepseek_v3"}, "as_v3.json"))
+    assert TRANSFORMERS_COUNTS["AXK1Config"] - as_v3.params_total == 60 * 7168
 
 
 def test_lara_mini_layout_ungated_attention_and_state():

@@ -15,7 +15,6 @@ module in transformers' model; the class defaults give no num_nextn_predict_laye
 No released config.json of skt/A.X-K2 (688B total / 33B active, https://huggingface.co/skt/A.X-K2)
 was found in the public code index; the fixture is the class defaults (A.X-K2-Light's shapes)."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -32,14 +31,6 @@ TRANSFORMERS_COUNT = 20_314_494_976
 # decodescope counts each MoE layer's router e_score_correction_bias (128 experts), which the
 # checkpoints carry and transformers keeps as a buffer: 47 MoE layers x 128
 ROUTER_BIASES = 47 * 128
-
-
-def _write(tmp_path, **changes) -> str:
-    cfg = json.loads(DEFAULTS.read_text())
-    cfg.update(changes)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return str(p)
 
 
 def test_counts_as_transformers_does():
@@ -83,12 +74,12 @@ def test_gated_norms_and_mlps_by_layer():
     assert a.mtp == ()
 
 
-def test_first_k_dense_replace_as_the_class_reads_it(tmp_path):
+def test_first_k_dense_replace_as_the_class_reads_it(config_variant):
     """Without mlp_layer_types, AXK2Config reads first_k_dense_replace (default 1) and
     moe_layer_freq: first_k_dense_replace 3 makes layers 0-2 dense, with plain post norms."""
-    a = load_arch(_write(tmp_path, mlp_layer_types=None, first_k_dense_replace=3))
+    a = load_arch(config_variant(DEFAULTS, mlp_layer_types=None, first_k_dense_replace=3))
     assert [type(x.mlp).__name__ for x in a.layers[:4]] == ["DenseMLP"] * 3 + ["GatedNormMoE"]
-    b = load_arch(_write(tmp_path, mlp_layer_types=None))
+    b = load_arch(config_variant(DEFAULTS, mlp_layer_types=None))
     assert [type(x.mlp).__name__ for x in b.layers[:2]] == ["DenseMLP", "GatedNormMoE"]
 
 
@@ -110,10 +101,10 @@ def test_cache_per_request_through_the_model():
     assert (kv, state) == (32_768 * 48 * 452, 0)
 
 
-def test_mtp_module_where_the_config_asks(tmp_path):
+def test_mtp_module_where_the_config_asks(config_variant):
     """num_nextn_predict_layers 1: eh_proj [2048, 4096], enorm, hnorm, shared_head.norm and one
     MoE layer (as DeepSeek's next-n module; the layer its own gated-query MLA and gated norms)."""
-    (m,) = load_arch(_write(tmp_path, num_nextn_predict_layers=1)).mtp
+    (m,) = load_arch(config_variant(DEFAULTS, num_nextn_predict_layers=1)).mtp
     names = {t.name: t.shape for t in m.tensors()}
     assert names["eh_proj"] == (2048, 4096) and names["q_gate_proj"] == (5120, 768)
     assert "post_attention_layernorm.mlp.fc2" in names
@@ -121,6 +112,6 @@ def test_mtp_module_where_the_config_asks(tmp_path):
 
 @pytest.mark.parametrize("changes", [{"q_lora_rank": None}, {"index_topk": 0}, {"gated_norm_rank": "16"},
                                      {"mlp_layer_types": ["dense"]}])
-def test_bad_fields_give_one_clear_error(tmp_path, changes):
+def test_bad_fields_give_one_clear_error(config_variant, changes):
     with pytest.raises(DecodescopeError):
-        load_arch(_write(tmp_path, **changes))
+        load_arch(config_variant(DEFAULTS, **changes))

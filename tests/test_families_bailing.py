@@ -103,10 +103,8 @@ LING25 = {"model_type": "bailing_hybrid", "architectures": ["BailingMoeV2_5ForCa
           "num_nextn_predict_layers": 1, "tie_word_embeddings": False}
 
 
-def test_ling25_lightning_layers_by_hand(tmp_path):
-    path = tmp_path / "ling25.json"
-    path.write_text(json.dumps(LING25))
-    a = load_arch(str(path))
+def test_ling25_lightning_layers_by_hand(write_config):
+    a = load_arch(write_config(LING25, "ling25.json"))
     # BailingMoeV2_5DecoderLayer: attention where (i + 1) % 2 == 0 or i >= 5 // 2 * 2 = 4
     assert [x.kind for x in a.layers] == ["linear_attention", "mla", "linear_attention", "mla", "mla"]
     # Lightning layer: input norm 256, query_key_value 3 x 128 x 256, query/key_layernorm 2 x 32,

@@ -12,7 +12,7 @@ CONFIGS = Path(__file__).parent / "data" / "configs"
 BF16 = CONFIGS / "microsoft__bitnet-b1.58-2B-4T-bf16.json"
 
 
-def _weights_bytes(path: Path) -> float:
+def _weights_bytes(path: Path | str) -> float:
     r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(path), "--gpu", "h100", "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -44,7 +44,7 @@ def test_bitnet_class_defaults_equal_transformers():
     assert a.params_total == 2_412_820_480 + EMBEDDING == 2_741_155_840
 
 
-def test_online_reads_16_bits_and_offline_packs_two(tmp_path):
+def test_online_reads_16_bits_and_offline_packs_two(write_config):
     # online: the -bf16 checkpoint's masters, ternarized in every forward: 2 bytes a parameter
     # (its one safetensors blob is 4,825,679,400 bytes, this and a 38,440-byte header)
     assert _weights_bytes(BF16) == 2 * 2_412_820_480 == 4_825_640_960
@@ -53,16 +53,13 @@ def test_online_reads_16_bits_and_offline_packs_two(tmp_path):
     # the "~1.2 GB" of the packed checkpoint
     cfg = json.loads(BF16.read_text())
     cfg["quantization_config"]["quantization_mode"] = "offline"
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    assert _weights_bytes(p) == LINEAR / 4 + 2 * (NORMS + EMBEDDING) == 1_178_562_560
+    assert _weights_bytes(write_config(cfg)) == LINEAR / 4 + 2 * (NORMS + EMBEDDING) == 1_178_562_560
 
 
-def test_an_unknown_bitnet_mode_is_one_clear_error(tmp_path):
+def test_an_unknown_bitnet_mode_is_one_clear_error(write_config):
     cfg = json.loads(BF16.read_text())
     cfg["quantization_config"]["quantization_mode"] = "dynamic"
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(p), "--gpu", "h100"],
+    p = write_config(cfg)
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", p, "--gpu", "h100"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "quantization_mode" in r.stderr and "Traceback" not in r.stderr

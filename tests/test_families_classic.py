@@ -55,12 +55,6 @@ def _defaults(cls: str) -> dict:
     return json.loads((CONFIGS / f"transformers__{cls}-defaults.json").read_text())
 
 
-def _load(cfg: dict, tmp_path: Path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return load_arch(str(path))
-
-
 def _names(layer) -> dict:
     return {t.name: t.shape for t in layer.tensors()}
 
@@ -71,18 +65,18 @@ def test_class_defaults_count_as_transformers_does(cls):
 
 
 @pytest.mark.parametrize(("cls", "overrides", "expected"), VARIANTS)
-def test_variants_count_as_transformers_does(cls, overrides, expected, tmp_path):
-    assert _load({**_defaults(cls), **overrides}, tmp_path).params_total == expected
+def test_variants_count_as_transformers_does(cls, overrides, expected, write_config):
+    assert load_arch(write_config({**_defaults(cls), **overrides})).params_total == expected
 
 
-def test_olmo_norms_hold_no_weights(tmp_path):
+def test_olmo_norms_hold_no_weights(write_config):
     # OlmoLayerNorm: "LayerNorm but with no learnable weight or bias"; transformers 5.24 on the
     # meta device: OlmoConfig() 6,888,095,744, OlmoConfig(attention_bias=True,
     # num_key_value_heads=8) 6,083,117,056; the final norm holds no weights either
     a = load_arch(str(CONFIGS / "transformers__OlmoConfig-defaults.json"))
     assert a.params_total == 6_888_095_744
     assert not [n for n in _names(a.layers[0]) if "norm" in n] and a.final_norm.params == 0
-    biased = _load({**_defaults("OlmoConfig"), "attention_bias": True, "num_key_value_heads": 8}, tmp_path)
+    biased = load_arch(write_config({**_defaults("OlmoConfig"), "attention_bias": True, "num_key_value_heads": 8}))
     assert biased.params_total == 6_083_117_056 and "o_proj.bias" in _names(biased.layers[0])
 
 
@@ -139,15 +133,15 @@ def test_falcon_40b_has_8_kv_heads_and_two_norms():
     assert attn.kv_bytes_per_token(8, 2) == 2048
 
 
-def test_old_and_new_falcon_key_names_read_alike(tmp_path):
+def test_old_and_new_falcon_key_names_read_alike(write_config):
     cfg = json.loads((CONFIGS / "tiiuae__falcon-40b-instruct.trimmed.json").read_text())
     new = {k: v for k, v in cfg.items() if k not in ("n_head", "n_head_kv", "n_layer", "num_kv_heads")}
     new.update(model_type="falcon", num_attention_heads=128, num_kv_heads=8, num_hidden_layers=60)
-    assert _load(new, tmp_path).params_total == 41_303_293_952
+    assert load_arch(write_config(new)).params_total == 41_303_293_952
     # the first RefinedWeb configs name no new_decoder_architecture and no num_kv_heads: the
     # model type says the 40B layout (NeMo's Falcon converter reads it so)
     old = {k: v for k, v in cfg.items() if k not in ("new_decoder_architecture", "num_kv_heads")}
-    assert _load(old, tmp_path).params_total == 41_303_293_952
+    assert load_arch(write_config(old)).params_total == 41_303_293_952
 
 
 def test_phi_2_by_hand():
@@ -164,10 +158,10 @@ def test_phi_2_by_hand():
     assert "post_attention_layernorm" not in _names(a.layers[0]) and "gate_proj" not in _names(a.layers[0])
 
 
-def test_stablelm_per_head_qk_norms_and_parallel_block(tmp_path):
+def test_stablelm_per_head_qk_norms_and_parallel_block(write_config):
     cfg = {**_defaults("StableLmConfig"), "qk_layernorm": True, "use_parallel_residual": True,
            "num_key_value_heads": 8}
-    names = _names(_load(cfg, tmp_path).layers[0])
+    names = _names(load_arch(write_config(cfg)).layers[0])
     # StableLmLayerNormPerHead: one bias-free LayerNorm of head_dim 2560 / 32 = 80 per head,
     # 32 for q and 8 for k
     assert names["q_norm"] == (32 * 80,) and names["k_norm"] == (8 * 80,)
@@ -183,9 +177,9 @@ def test_nemotron_and_jais2_mlps_are_ungated():
     assert "gate_proj" not in j and j["up_proj.bias"] == (26624,) and j["o_proj.bias"] == (3328,)
 
 
-def test_hidden_size_must_split_over_the_heads(tmp_path):
+def test_hidden_size_must_split_over_the_heads(write_config):
     with pytest.raises(DecodescopeError, match="not a multiple of num_attention_heads"):
-        _load({**_defaults("FalconConfig"), "num_attention_heads": 70}, tmp_path)
+        load_arch(write_config({**_defaults("FalconConfig"), "num_attention_heads": 70}))
 
 
 def test_gpt2_and_opt_125m_real_configs_by_hand():
@@ -212,10 +206,10 @@ def test_starcoder_is_multi_query():
     assert attn.num_key_value_heads == 1 and attn.kv_bytes_per_token(1, 2) == 256
 
 
-def test_opt_with_projected_embeddings_is_refused(tmp_path):
+def test_opt_with_projected_embeddings_is_refused(write_config):
     with pytest.raises(DecodescopeError, match="word_embed_proj_dim 512"):
-        _load({**_defaults("OPTConfig"), "word_embed_proj_dim": 512, "hidden_size": 1024, "num_attention_heads": 16},
-              tmp_path)
+        load_arch(write_config({**_defaults("OPTConfig"), "word_embed_proj_dim": 512, "hidden_size": 1024,
+                                "num_attention_heads": 16}))
 
 
 def test_gptj_bloom_and_mpt_layouts_by_hand():

@@ -44,11 +44,8 @@ KV_TOKEN = 4 * (256 + 256) * 2
 FULL = {3, 7, 11, 15, 19, 23, 27, 31, 35}
 
 
-def _arch(tmp_path, name="dory.json", **edits):
-    data = {**json.loads(DEFAULTS.read_text()), **edits}
-    p = tmp_path / name
-    p.write_text(json.dumps(data))
-    return load_arch(str(p))
+def _arch(write_config, name="dory.json", **edits):
+    return load_arch(write_config({**json.loads(DEFAULTS.read_text()), **edits}, name))
 
 
 def _kv(arch, context, tp=1):
@@ -86,29 +83,29 @@ def test_each_loop_keeps_its_own_kv_cache():
     assert _kv(arch, 32768, tp=2) == pytest.approx(KV_TOKEN / 2 * (14 * t + 42 * 1024))  # 2 of 4 KV heads a GPU
 
 
-def test_last_loop_mode_keeps_one_cache_per_layer(tmp_path):
-    arch = _arch(tmp_path, recurrent_kv_cache_mode="last_loop")
+def test_last_loop_mode_keeps_one_cache_per_layer(write_config):
+    arch = _arch(write_config, recurrent_kv_cache_mode="last_loop")
     assert _kv(arch, 32768) == pytest.approx(KV_TOKEN * (9 * 32769 + 27 * 1024))
     assert arch.params_total == 3_975_229_440
     assert arch.params_read_per_token == 56 * LAYER + HEAD + 131072  # earlier loops still project K and V
 
 
-def test_more_loops_read_more_but_hold_the_same(tmp_path):
-    arch = _arch(tmp_path, n_recurrent_loops=3)
+def test_more_loops_read_more_but_hold_the_same(write_config):
+    arch = _arch(write_config, n_recurrent_loops=3)
     assert len(arch.layers) == 76
     assert arch.params_total == 3_975_229_440
     assert arch.params_read_per_token == 76 * LAYER + HEAD + 131072
-    one = _arch(tmp_path, "one.json", n_recurrent_loops=1)
+    one = _arch(write_config, "one.json", n_recurrent_loops=1)
     assert not any(x.reuses for x in one.layers) and len(one.layers) == 36
 
 
-def test_the_layer_form_and_the_remote_pattern_read_the_same(tmp_path):
+def test_the_layer_form_and_the_remote_pattern_read_the_same(write_config):
     """DoryConfig's own form (layers, no "mlp" words) and vLLM's remote-code hybrid_layer_pattern
     ("S-S-S-*-": S sliding, * full, - mlp, one character a block) build the same layers."""
     base = load_arch(str(DEFAULTS))
-    layers = _arch(tmp_path, "layers.json", num_hidden_layers=36, n_input_layers=8, n_recurrent_layers=20,
+    layers = _arch(write_config, "layers.json", num_hidden_layers=36, n_input_layers=8, n_recurrent_layers=20,
                    n_output_layers=8, layer_types=None)
-    pattern = _arch(tmp_path, "pattern.json", layer_types=None, hybrid_layer_pattern="S-S-S-*-" * 9)
+    pattern = _arch(write_config, "pattern.json", layer_types=None, hybrid_layer_pattern="S-S-S-*-" * 9)
     assert layers.layers == base.layers == pattern.layers
 
 
@@ -117,18 +114,17 @@ def test_the_layer_form_and_the_remote_pattern_read_the_same(tmp_path):
                                    dict(layer_types=["mlp", "sliding_attention"] * 36),
                                    dict(layer_types=None, hybrid_layer_pattern="SSX"),
                                    dict(n_recurrent_loops=10_000)])
-def test_bad_layouts_give_one_clear_error(tmp_path, edits):
+def test_bad_layouts_give_one_clear_error(write_config, edits):
     with pytest.raises(DecodescopeError):
-        _arch(tmp_path, **edits)
+        _arch(write_config, **edits)
 
 
-def test_input_and_output_layers_above_the_total_are_refused(tmp_path):
+def test_input_and_output_layers_above_the_total_are_refused(write_config):
     """The defaults count in blocks (two a layer): 72 blocks = 36 layers cannot hold 40 input and
     40 output blocks (20 + 20 layers): the recurrent section would be -4 layers."""
     cfg = json.loads(DEFAULTS.read_text())
     cfg.update({"n_input_layers": 40, "n_output_layers": 40})
     cfg.pop("n_recurrent_layers", None)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
+    path = write_config(cfg)
     with pytest.raises(DecodescopeError, match="is not num_hidden_layers 36"):
-        load_arch(str(path))
+        load_arch(path)

@@ -91,12 +91,11 @@ def test_exaone4_every_fourth_layer_is_global_and_q_k_normed_per_head():
     assert shapes["q_norm"] == (128,) and shapes["k_norm"] == (128,)
 
 
-def test_exaone4_pattern_string_repeats_over_the_layers(tmp_path):
+def test_exaone4_pattern_string_repeats_over_the_layers(write_config):
     import json
     cfg = json.loads((CONFIGS / "LGAI-EXAONE__EXAONE-4.0-32B.json").read_text())
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps({**cfg, "num_hidden_layers": 8, "sliding_window_pattern": "LLLG"}))
-    assert [x.kind for x in load_arch(str(p)).layers] == ["sliding_attention"] * 3 + ["attention"] + \
+    a = load_arch(write_config({**cfg, "num_hidden_layers": 8, "sliding_window_pattern": "LLLG"}))
+    assert [x.kind for x in a.layers] == ["sliding_attention"] * 3 + ["attention"] + \
         ["sliding_attention"] * 3 + ["attention"]
 
 
@@ -247,7 +246,7 @@ def test_minimax_m3_sparse_layers_read_picked_blocks_and_every_index_key():
     assert 23 <= (a.params_active - 2 * a.embedding.params) / 1e9 < 24
 
 
-def test_step37_sliding_layers_take_their_own_heads_and_a_gate_per_head(tmp_path):
+def test_step37_sliding_layers_take_their_own_heads_and_a_gate_per_head(write_config):
     import json
     cfg = json.loads((CONFIGS / "stepfun-ai__Step-3.7-Flash.json").read_text())
     a = load_arch(str(CONFIGS / "stepfun-ai__Step-3.7-Flash.json"))
@@ -259,11 +258,9 @@ def test_step37_sliding_layers_take_their_own_heads_and_a_gate_per_head(tmp_path
     assert (moe.num_experts, moe.num_experts_per_tok, moe.shared_expert_intermediate_size) == (288, 8, 1280)
     assert len(a.mtp) == 3  # num_nextn_predict_layers
     # the published schema nests the decoder (step3p5) and widens sliding layers to 96 heads
-    p = tmp_path / "config.json"
     text = {**cfg, "model_type": "step3p5", "attention_other_setting": {"num_attention_heads": 96, "head_dim": 128},
             "use_head_wise_attn_gate": True, "moe_layers_enum": ",".join(map(str, range(3, 45)))}
-    p.write_text(json.dumps({"model_type": "step3p7", "text_config": text}))
-    b = load_arch(str(p))
+    b = load_arch(write_config({"model_type": "step3p7", "text_config": text}))
     swa, full = b.layers[1], b.layers[0]
     assert swa.mixer.num_attention_heads == 96 and full.mixer.num_attention_heads == 64
     gates = {t.name: t.shape for t in swa.tensors()}
@@ -288,7 +285,7 @@ def test_minimax_mtp_modules_named_in_the_config_are_said_not_counted():
     assert not any("MTP" in n for n in load_arch("qwen3-8b").notes)
 
 
-def test_step37_as_transformers_writes_it(tmp_path):
+def test_step37_as_transformers_writes_it(write_config):
     """Step3p7Config's own schema: mlp_layer_types ("dense" / "sparse" per layer, not
     moe_layers_enum), num_sliding_attention_heads, and the per-head gate g_proj on every layer
     (its modeling_step3p7.py builds g_proj whenever the class attribute gating is True).
@@ -311,8 +308,6 @@ def test_step37_as_transformers_writes_it(tmp_path):
     text = cfg["text_config"]
     text.update(num_sliding_attention_heads=96, sliding_window=512,
                 layer_types=["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(45)])
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    b = load_arch(str(p))
+    b = load_arch(write_config(cfg))
     assert (b.layers[0].mixer.num_attention_heads, b.layers[1].mixer.num_attention_heads) == (64, 96)
     assert b.layers[1].mixer.sliding_window == 512

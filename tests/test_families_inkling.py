@@ -55,12 +55,6 @@ SMALL = {"model_type": "inkling_text", "hidden_size": 256, "num_hidden_layers": 
          "n_shared_experts": 1, "vocab_size": 1000}
 
 
-def _load(tmp_path, data: dict):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
-    return load_arch(str(path))
-
-
 def test_defaults_count_equals_transformers():
     a = load_arch(str(DEFAULTS))
     # transformers 5.24, InklingForCausalLM(InklingTextConfig()) on the meta device
@@ -103,7 +97,7 @@ def test_kv_cache_and_conv_state_per_request():
     assert state == 55 * 153_600 + 11 * 150_528
 
 
-def test_small_config_by_hand(tmp_path):
+def test_small_config_by_hand(write_config):
     """Full attention (4 x 32, 1 KV head): q, o 2 x 128 x 256 + k, v 2 x 32 x 256 + r_proj 32 x 256 +
     k/v convs 2 x 32 x 3 + q/k norms 2 x 32 + bank 8 x 128 + norm 256 = 91,648; sliding (2 x 64, 2 KV
     heads): 4 x 128 x 256 + r_proj 16 x 256 + convs 2 x 128 x 3 + norms 2 x 64 + bank 8 x 64 + 256 =
@@ -112,7 +106,7 @@ def test_small_config_by_hand(tmp_path):
     norm, final norm, head 2 x 256,000 + 512. KV: sliding 2 x 64 x 2 x 2 = 512 B over 64 tokens,
     full 1 x 32 x 2 x 2 = 128 B over 1001; state (2 taps x 4 B): (2 x 128 + 512) x 8 = 6144 B
     sliding, (2 x 32 + 512) x 8 = 4608 B full."""
-    a = _load(tmp_path, SMALL)
+    a = load_arch(write_config(SMALL))
     # transformers 5.24 on the meta device: 1,770,499
     assert a.params_total == 1_770_499 == (136_832 + 393_473) + (91_648 + 247_297) + (136_832 + 247_297) \
         + 3 * 1536 + 512_512
@@ -121,10 +115,10 @@ def test_small_config_by_hand(tmp_path):
     assert (kv, state) == (2 * 64 * 512 + 1001 * 128, 2 * 6144 + 4608)
 
 
-def test_multimodal_wrapper_reads_text_config_and_notes_the_towers(tmp_path):
+def test_multimodal_wrapper_reads_text_config_and_notes_the_towers(write_config):
     wrapped = {"model_type": "inkling_mm_model", "text_config": {k: v for k, v in SMALL.items() if k != "model_type"},
                "vision_config": {"hidden_size": 1024}, "audio_config": {"n_mel_bins": 80}}
-    a = _load(tmp_path, wrapped)
+    a = load_arch(write_config(wrapped))
     assert a.params_total == 1_770_499
     assert any("vision and audio encoders" in n for n in a.notes)
 
@@ -134,10 +128,10 @@ def test_multimodal_wrapper_reads_text_config_and_notes_the_towers(tmp_path):
                                     {"layer_types": None, "local_layer_ids": [0, 7]},
                                     {"d_rel": 0}, {"conv_kernel_size": "four"}, {"swa_num_attention_heads": None},
                                     {"sliding_window_size": -1}, {"n_shared_experts": 1 << 40}])
-def test_bad_fields_are_one_error_naming_the_field(tmp_path, change):
+def test_bad_fields_are_one_error_naming_the_field(write_config, change):
     field = next((k for k, v in change.items() if v is not None), next(iter(change)))  # a None: the field removed
     with pytest.raises(DecodescopeError, match=field):
-        _load(tmp_path, {**SMALL, **change})
+        load_arch(write_config({**SMALL, **change}))
 
 
 def test_one_allreduce_after_the_attention_and_one_after_the_moe_at_tp_8():
@@ -195,23 +189,24 @@ def test_inkling2_loop_count_and_passes():
     assert state == 48 * 79_872
 
 
-def test_each_loop_pass_reads_the_looped_weights_again(tmp_path):
+def test_each_loop_pass_reads_the_looped_weights_again(write_config):
     """Held once whatever the passes; every pass past the first reads the same looped weights."""
     base = json.loads(LOOP.read_text())
-    one, two, three = (_load(tmp_path, {**base, "loop_num_passes": p}) for p in (1, 2, 3))
+    one, two, three = (load_arch(write_config({**base, "loop_num_passes": p})) for p in (1, 2, 3))
     assert one.params_total == two.params_total == three.params_total
     extra = two.params_read_per_token - one.params_read_per_token
     assert extra > 0 and three.params_read_per_token - two.params_read_per_token == extra
 
 
-def test_loop_config_names_the_loop_as_checkpoints_do(tmp_path):
+def test_loop_config_names_the_loop_as_checkpoints_do(write_config):
     base = {k: v for k, v in json.loads(LOOP.read_text()).items() if not k.startswith("loop_")}
-    a = _load(tmp_path, {**base, "loop_config": {"core_start": 12, "core_end": 18, "num_passes": 2, "gate_rank": 64}})
+    loop = {"core_start": 12, "core_end": 18, "num_passes": 2, "gate_rank": 64}
+    a = load_arch(write_config({**base, "loop_config": loop}))
     assert len(a.layers) == 24 + 6 and [i for i, x in enumerate(a.layers) if x.reuses] == list(range(18, 24))
 
 
 @pytest.mark.parametrize("change", [{"loop_layer_index_start": 0}, {"loop_layer_index_end": 30},
                                     {"loop_num_passes": 0}, {"loop_gate_rank": "low"}])
-def test_bad_loop_fields_are_one_error(tmp_path, change):
+def test_bad_loop_fields_are_one_error(write_config, change):
     with pytest.raises(DecodescopeError, match="loop_"):
-        _load(tmp_path, {**json.loads(LOOP.read_text()), **change})
+        load_arch(write_config({**json.loads(LOOP.read_text()), **change}))

@@ -24,7 +24,6 @@ parameter's numel); decodescope counts one more tensor per MoE layer, the router
 e_score_correction_bias (256 values), a buffer in transformers that the checkpoints carry, so
 counts agree within 1e-5. Layouts and cache bytes are derived by hand below."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -49,14 +48,6 @@ TRANSFORMERS_COUNTS = {
     DOTS3_DEFAULTS: 279_551_718_016,
     DOTS3: 279_551_718_016,
 }
-
-
-def _write(tmp_path, base: Path, **changes) -> str:
-    cfg = json.loads(base.read_text())
-    cfg.update(changes)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return str(p)
 
 
 @pytest.mark.parametrize("path", TRANSFORMERS_COUNTS, ids=lambda p: p.stem)
@@ -206,11 +197,11 @@ def test_dots3_towers_noted_not_counted():
         assert any("vision and audio encoders" in n for n in load_arch(str(path)).notes)
 
 
-def test_dots3_use_dsa_false_drops_the_indexers(tmp_path):
+def test_dots3_use_dsa_false_drops_the_indexers(config_variant):
     """use_dsa false keeps "full_attention" layers in full, without an indexer: 13 x (wq_b 64 x
     128 x 1024 + wk 128 x 5120 + k_norm 256 + weights_proj 64 x 5120 = 9,371,904) fewer
     (transformers 5.24 on the meta device: 279,429,883,264)."""
-    a = load_arch(_write(tmp_path, DOTS3, use_dsa=False))
+    a = load_arch(config_variant(DOTS3, use_dsa=False))
     assert a.params_total == pytest.approx(279_429_883_264, rel=1e-5)
     assert load_arch(str(DOTS3)).params_total - a.params_total == 13 * 9_371_904
 
@@ -224,6 +215,6 @@ def test_dots3_use_dsa_false_drops_the_indexers(tmp_path):
     (DOTS3, {"swa_qk_rope_head_dim": None, "swa_head_dim": 192}, "leaves no rope dims"),
     (DOTS3, {"swa_kv_lora_rank": "big"}, "kv_lora_rank"),
 ])
-def test_bad_fields_give_one_clear_error(tmp_path, base, changes, match):
+def test_bad_fields_give_one_clear_error(config_variant, base, changes, match):
     with pytest.raises(DecodescopeError, match=match):
-        load_arch(_write(tmp_path, base, **changes))
+        load_arch(config_variant(base, **changes))

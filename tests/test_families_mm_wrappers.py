@@ -22,15 +22,6 @@ def _defaults(cls: str) -> Path:
     return CONFIGS / f"transformers__{cls}-defaults.json"
 
 
-def _variant(tmp_path, cls: str, **text) -> str:
-    """The class defaults of `cls` with `text` set in their text_config."""
-    d = json.loads(_defaults(cls).read_text())
-    d["text_config"].update(text)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(d))
-    return str(p)
-
-
 # transformers 5.24 on the meta device: the language model's parameters plus the LM head where
 # it is not tied (model.language_model / model.text_model, get_output_embeddings())
 TRANSFORMERS_COUNTS = {
@@ -80,7 +71,7 @@ def test_glm_ocr_release_config_by_hand():
     assert len(a.mtp) == 1 and a.params_mtp == layer + 2 * h * h + 3 * h
 
 
-def test_paddleocr_vl_is_ernie_and_reads_the_flat_hub_layout(tmp_path):
+def test_paddleocr_vl_is_ernie_and_reads_the_flat_hub_layout(write_config):
     """PaddleOCR-VL's language model is ERNIE-4.5-0.3B: 18 layers, hidden 1024, 16 q heads and 2
     kv heads of 128, SwiGLU 3072, no biases (use_bias false), a tied 103,424-row embedding. Its
     hub config.json puts those fields at the top level (model_type paddleocr_vl, no text_config)."""
@@ -90,12 +81,11 @@ def test_paddleocr_vl_is_ernie_and_reads_the_flat_hub_layout(tmp_path):
     assert load_arch(str(_defaults("PaddleOCRVLConfig"))).params_total == 18 * layer + vocab * h + h
     flat = {**{k: v for k, v in d["text_config"].items() if k != "model_type"}, "model_type": "paddleocr_vl",
             "architectures": ["PaddleOCRVLForConditionalGeneration"], "vision_config": d["vision_config"]}
-    (tmp_path / "flat.json").write_text(json.dumps(flat))
-    a = load_arch(str(tmp_path / "flat.json"))
+    a = load_arch(write_config(flat, "flat.json"))
     assert a.params_total == 18 * layer + vocab * h + h and a.tie_word_embeddings
 
 
-def test_hunyuan_vl_keeps_its_qk_norms_without_use_qk_norm(tmp_path):
+def test_hunyuan_vl_keeps_its_qk_norms_without_use_qk_norm(write_config):
     """HunYuanDenseV1Attention builds query_layernorm / key_layernorm (head_dim each) whatever
     the config says; HunYuanVLTextConfig names no use_qk_norm."""
     a = load_arch(str(_defaults("HunYuanVLConfig")))
@@ -105,18 +95,16 @@ def test_hunyuan_vl_keeps_its_qk_norms_without_use_qk_norm(tmp_path):
     cfg = json.loads(_defaults("HunYuanVLConfig").read_text())["text_config"]
     flat = {**cfg, "model_type": "hunyuan_v1_dense"}
     flat.pop("use_qk_norm", None)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(flat))
-    assert load_arch(str(p)).params_total == a.params_total
+    assert load_arch(write_config(flat)).params_total == a.params_total
 
 
-def test_deepseek_ocr2_needs_its_routing_fields(tmp_path):
+def test_deepseek_ocr2_needs_its_routing_fields(config_variant):
     """DeepseekOcr2TextConfig leaves num_experts_per_tok and mlp_layer_types None (its model
     cannot be built from them either): one clear error; with them set, transformers' count."""
     with pytest.raises(DecodescopeError, match="num_experts_per_tok"):
         load_arch(str(_defaults("DeepseekOcr2Config")))
-    a = load_arch(_variant(tmp_path, "DeepseekOcr2Config", num_experts_per_tok=6,
-                           mlp_layer_types=["dense"] + ["sparse"] * 31))
+    routing = {"num_experts_per_tok": 6, "mlp_layer_types": ["dense"] + ["sparse"] * 31}
+    a = load_arch(config_variant(_defaults("DeepseekOcr2Config"), text_config=routing))
     # transformers 5.24 on the meta device, the same two fields set
     assert a.params_total == pytest.approx(38_503_739_392, rel=1e-5)
     assert isinstance(a.layers[0].mlp, DenseMLP) and isinstance(a.layers[1].mlp, MoE)
@@ -139,7 +127,7 @@ def test_unlimited_ocr_layout_by_hand():
     assert a.params_read_per_token == per_token
 
 
-def test_molmo2_layout_and_extra_vocabulary(tmp_path):
+def test_molmo2_layout_and_extra_vocabulary(config_variant):
     """Molmo2TextModel: embed_tokens of vocab_size + additional_vocab_size (151,936 + 128) rows,
     lm_head of vocab_size; q/k norms per head (qk_norm_type qwen3); o_proj never biased."""
     a = load_arch(str(_defaults("Molmo2Config")))
@@ -148,10 +136,11 @@ def test_molmo2_layout_and_extra_vocabulary(tmp_path):
     assert names["q_norm"] == (128,) and "o_proj.bias" not in names
     # qk_norm_type olmo: norms over all heads (32 x 128 and 8 x 128); qkv_bias: q, k, v biased;
     # transformers 5.24 on the meta device with the same two fields
-    b = load_arch(_variant(tmp_path, "Molmo2Config", qk_norm_type="olmo", attention_bias=True))
+    b = load_arch(config_variant(_defaults("Molmo2Config"),
+                                 text_config={"qk_norm_type": "olmo", "attention_bias": True}))
     assert b.params_total == pytest.approx(8_191_655_936, rel=1e-5)
     with pytest.raises(DecodescopeError, match="qk_norm_type"):
-        load_arch(_variant(tmp_path, "Molmo2Config", qk_norm_type="gemma"))
+        load_arch(config_variant(_defaults("Molmo2Config"), text_config={"qk_norm_type": "gemma"}))
 
 
 def test_cosmos3_edge_mlp_has_no_gate():
@@ -160,7 +149,7 @@ def test_cosmos3_edge_mlp_has_no_gate():
     assert isinstance(mlp, DenseMLP) and not mlp.gated and not mlp.bias
 
 
-def test_qwen2_5_omni_head_follows_the_thinkers_flag(tmp_path):
+def test_qwen2_5_omni_head_follows_the_thinkers_flag(write_config):
     """Qwen2.5-Omni's defaults: thinker_config.tie_word_embeddings false, its text_config's true;
     transformers ties by the thinker's, so the head is counted. The hub's config.json names no
     model_type in thinker_config.text_config: the top-level qwen2_5_omni is read."""
@@ -168,8 +157,7 @@ def test_qwen2_5_omni_head_follows_the_thinkers_flag(tmp_path):
     assert not a.tie_word_embeddings and any("talker" in n for n in a.notes)
     d = json.loads(_defaults("Qwen2_5OmniConfig").read_text())
     del d["thinker_config"]["text_config"]["model_type"]
-    (tmp_path / "hub.json").write_text(json.dumps(d))
-    assert load_arch(str(tmp_path / "hub.json")).params_total == a.params_total
+    assert load_arch(write_config(d, "hub.json")).params_total == a.params_total
 
 
 @pytest.mark.parametrize("cls", ["GraniteDoclingConfig", "PaddleOCRVLConfig"])

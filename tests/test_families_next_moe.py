@@ -56,14 +56,6 @@ TRANSFORMERS_COUNTS = {MISTRAL4: 118_972_826_624, LARGE4: 1_050_118_202_912, GLM
                        HYVL: 769_907_389_085}
 
 
-def _variant(tmp_path, base: Path, **changes) -> str:
-    cfg = json.loads(base.read_text())
-    cfg["text_config"].update(changes)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return str(p)
-
-
 @pytest.mark.parametrize("path", TRANSFORMERS_COUNTS, ids=lambda p: p.stem)
 def test_counts_as_transformers_does(path):
     assert load_arch(str(path)).params_total == pytest.approx(TRANSFORMERS_COUNTS[path], rel=1e-5)
@@ -128,7 +120,7 @@ def test_mistral_large_4_kv_by_hand():
     assert per_request_cache(a, d, a.layers) == (32_768 * 90_144, 0)
 
 
-def test_mistral_large_4_kv_sharing(tmp_path):
+def test_mistral_large_4_kv_sharing(config_variant):
     """kv_source_layers 1 -> 0, 5 -> 4, 7 -> 3 (NoPE from NoPE) and layer 1's indexer "shared".
     transformers 5.24 (meta device): 1,050,081,816,288 = the defaults less layer 1's kv_a
     (576 x 6144) + norm (512) + indexer (26,161,472), layer 5's kv_a + norm and layer 7's
@@ -136,7 +128,7 @@ def test_mistral_large_4_kv_sharing(tmp_path):
     1024 (layer 7) B per token: 86,684 B; the shared layers still read their source's latent."""
     src, ind = list(range(72)), ["full"] * 72
     src[1], src[5], src[7], ind[1] = 0, 4, 3, "shared"
-    a = load_arch(_variant(tmp_path, LARGE4, kv_source_layers=src, indexer_types=ind))
+    a = load_arch(config_variant(LARGE4, text_config={"kv_source_layers": src, "indexer_types": ind}))
     assert a.params_total == 1_050_081_816_288
     assert {t.name for t in a.layers[5].tensors()}.isdisjoint({"kv_a_proj_with_mqa", "kv_a_layernorm"})
     assert a.layers[5].mixer.kv_bytes_per_token(1, 2) == 132
@@ -148,9 +140,9 @@ def test_mistral_large_4_kv_sharing(tmp_path):
 @pytest.mark.parametrize("bad", [{"kv_source_layers": [0, 2] + list(range(2, 72))},
                                  {"kv_source_layers": [0, 0, 1] + list(range(3, 72))},
                                  {"indexer_types": ["shared"] * 72}, {"no_rope_layers": [1, 2] * 36}])
-def test_mistral_large_4_refuses_bad_layouts(tmp_path, bad):
+def test_mistral_large_4_refuses_bad_layouts(config_variant, bad):
     with pytest.raises(DecodescopeError):
-        load_arch(_variant(tmp_path, LARGE4, **bad))
+        load_arch(config_variant(LARGE4, text_config=bad))
 
 
 def test_glm5_next_layers_by_hand():
@@ -181,23 +173,21 @@ def test_glm5_next_cache_and_state_by_hand():
     assert kv == 32_768 * 16_918 and state == 147_619_840 / 2
 
 
-def test_glm5_next_shared_indexers(tmp_path):
+def test_glm5_next_shared_indexers(write_config):
     """8 layers, indexer_types "full" x 4 then "shared": layer 7's MLA reuses layer 3's top-k and
     builds no indexer. transformers 5.24 (meta device): 39,167,389,488 (+ 5 x 288 biases here)."""
     cfg = json.loads(GLM5.read_text())
     for k in ("layer_types", "mlp_layer_types", "indexer_types"):
         del cfg["text_config"][k]
     cfg["text_config"].update(num_hidden_layers=8, indexer_types=["full"] * 4 + ["shared"] * 4)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    a = load_arch(str(p))
+    a = load_arch(write_config(cfg))
     assert a.params_total == pytest.approx(39_167_389_488, rel=1e-5)
     assert not any(t.name.startswith("indexer.") for t in a.layers[7].tensors())
     assert a.layers[7].mixer.kv_bytes_per_token(1, 2) == 1024
 
 
-def test_glm5_next_reads_linear_attn_config_and_refuses_rope(tmp_path):
-    a = load_arch(_variant(tmp_path, GLM5, linear_attn_config={"num_heads": 32, "head_dim": 128}))
+def test_glm5_next_reads_linear_attn_config_and_refuses_rope(config_variant):
+    a = load_arch(config_variant(GLM5, text_config={"linear_attn_config": {"num_heads": 32, "head_dim": 128}}))
     assert a.layers[0].mixer.num_heads == 32
     with pytest.raises(DecodescopeError):
-        load_arch(_variant(tmp_path, GLM5, qk_rope_head_dim=64))
+        load_arch(config_variant(GLM5, text_config={"qk_rope_head_dim": 64}))

@@ -30,12 +30,6 @@ def _defaults(cls: str) -> Path:
     return CONFIGS / f"transformers__{cls}-defaults.json"
 
 
-def _write(tmp_path: Path, cfg: dict) -> Path:
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return p
-
-
 def _tensor_names(a) -> set[str]:
     return {t.name for layer in a.layers for t in layer.tensors()}
 
@@ -83,14 +77,14 @@ NORTH_MICRO_TEXT = {
 }
 
 
-def test_north_micro_text_counts_lays_out_and_caches_by_hand(tmp_path):
+def test_north_micro_text_counts_lays_out_and_caches_by_hand(write_config):
     """By hand: q 2048^2 + k, v 2048 x 1024 each + o 2048^2 = 12,582,912; MLP 3 x 2048 x 6144 =
     37,748,736; norm 2048: 50,333,696 a layer, x 28 = 1,409,343,488; + embedding 262144 x 2048 =
     536,870,912 + final norm 2048 = 1,946,216,448 (transformers 5.24's CohereCompassForCausalLM
     of this config on the meta device: the same). The card's 2.5B adds the vision tower.
     Layers 3, 7, ..., 27 (7) attend in full, the other 21 within 4096 tokens. KV per token per
     layer in bf16: K and V, 8 heads x 128 x 2 bytes each = 4,096 bytes; 28 layers: 114,688."""
-    a = load_arch(str(_write(tmp_path, NORTH_MICRO_TEXT)))
+    a = load_arch(write_config(NORTH_MICRO_TEXT))
     assert a.params_total == 1_946_216_448
     full = [i for i, layer in enumerate(a.layers) if layer.kind == "attention"]
     assert full == [3, 7, 11, 15, 19, 23, 27]
@@ -101,11 +95,11 @@ def test_north_micro_text_counts_lays_out_and_caches_by_hand(tmp_path):
     assert sum(layer.mixer.kv_bytes_per_token(8, 2) for layer in a.layers) == 114_688
 
 
-def test_the_wrapper_reads_north_micro_under_text_config(tmp_path):
+def test_the_wrapper_reads_north_micro_under_text_config(write_config):
     cfg = {"model_type": "cohere_compass", "architectures": ["CohereCompassForConditionalGeneration"],
            "tie_word_embeddings": True, "text_config": NORTH_MICRO_TEXT,
            "vision_config": {"model_type": "cohere_compass_vision", "depth": 27, "hidden_size": 1152}}
-    a = load_arch(str(_write(tmp_path, cfg)))
+    a = load_arch(write_config(cfg))
     assert a.params_total == 1_946_216_448
     assert a.layers[3].kind == "attention" and a.layers[0].kind == "sliding_attention"
 
@@ -138,7 +132,7 @@ ARIA_TEXT = {"model_type": "aria_text", "hidden_size": 2560, "intermediate_size"
              "moe_topk": 6, "max_position_embeddings": 65536, "torch_dtype": "bfloat16"}
 
 
-def test_aria_language_model_against_transformers_and_the_card(tmp_path):
+def test_aria_language_model_against_transformers_and_the_card(write_config):
     """transformers 5.24 on the meta device: AriaTextForCausalLM of this config 24,869,091,840;
     AriaForConditionalGeneration with its Idefics3 vision tower (27 layers, 1152 wide, 4304 MLP,
     980 px in patches of 14) and projector 25,307,311,216, the card's 25.3B in all
@@ -148,7 +142,7 @@ def test_aria_language_model_against_transformers_and_the_card(tmp_path):
     token (3.9B per visual token, which also runs the 0.44B tower) within 3%."""
     cfg = {"model_type": "aria", "architectures": ["AriaForConditionalGeneration"], "tie_word_embeddings": False,
            "text_config": ARIA_TEXT, "vision_config": {"model_type": "idefics3_vision", "num_hidden_layers": 27}}
-    a = load_arch(str(_write(tmp_path, cfg)))
+    a = load_arch(write_config(cfg))
     assert a.params_total == 24_869_091_840
     assert a.params_layers_active == 28 * 128_619_520 == 3_601_346_560
     assert a.params_layers_active == pytest.approx(3.5e9, rel=0.03)
@@ -156,7 +150,7 @@ def test_aria_language_model_against_transformers_and_the_card(tmp_path):
     assert a.layers[0].mixer.kv_bytes_per_token(20, 2) == 2 * 20 * 128 * 2  # 10,240 bytes a token a layer
 
 
-def test_aria_shared_expert_biases_where_mlp_bias(tmp_path):
+def test_aria_shared_expert_biases_where_mlp_bias(write_config):
     """mlp_bias gives the shared MLP's three projections biases (the routed experts have none):
     transformers 5.24 counts 119,571,456 for this small config on the meta device. By hand:
     attention 2 x 1024^2 + 2 x 1024 x 256 = 2,621,440; router 16,384; experts 16 x 3 x 1024 x 512
@@ -165,22 +159,21 @@ def test_aria_shared_expert_biases_where_mlp_bias(tmp_path):
     cfg = {"model_type": "aria_text", "hidden_size": 1024, "intermediate_size": 512, "num_hidden_layers": 4,
            "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 1000, "moe_num_experts": 16,
            "moe_topk": 4, "moe_num_shared_experts": 1, "mlp_bias": True}
-    assert load_arch(str(_write(tmp_path, cfg))).params_total == 119_571_456
+    assert load_arch(write_config(cfg)).params_total == 119_571_456
 
 
 @pytest.mark.parametrize("bad, word", [({"moe_num_experts": 0}, "moe_num_experts"),
                                        ({"moe_num_shared_experts": -1}, "moe_num_shared_experts"),
                                        ({"moe_topk": 9}, "experts per token"),
                                        ({"moe_num_experts": "64"}, "moe_num_experts")])
-def test_bad_aria_moe_fields_are_one_clear_error(tmp_path, bad, word):
+def test_bad_aria_moe_fields_are_one_clear_error(write_config, bad, word):
     with pytest.raises(DecodescopeError, match=word):
-        load_arch(str(_write(tmp_path, {**ARIA_TEXT, "moe_num_experts": 8, **bad})))
+        load_arch(write_config({**ARIA_TEXT, "moe_num_experts": 8, **bad}))
 
 
-def test_a_layer_types_list_shorter_than_the_layers_is_one_clear_error(tmp_path):
+def test_a_layer_types_list_shorter_than_the_layers_is_one_clear_error(write_config):
     """Cohere's builder indexed layer_types by layer: a short list ended in an IndexError."""
     cfg = json.loads((CONFIGS / "transformers__CohereCompassTextConfig-defaults.json").read_text())
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**cfg, "layer_types": ["full_attention"] * 3}))
+    path = write_config({**cfg, "layer_types": ["full_attention"] * 3})
     with pytest.raises(DecodescopeError, match="layer_types"):
-        load_arch(str(path))
+        load_arch(path)

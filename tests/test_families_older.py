@@ -41,12 +41,6 @@ def _defaults(cls: str) -> dict:
     return json.loads((CONFIGS / f"transformers__{cls}-defaults.json").read_text())
 
 
-def _load(cfg: dict, tmp_path: Path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return load_arch(str(path))
-
-
 @pytest.mark.parametrize("cls", DEFAULTS)
 def test_class_defaults_count_as_transformers_does(cls):
     a = load_arch(str(CONFIGS / f"transformers__{cls}-defaults.json"))
@@ -54,12 +48,12 @@ def test_class_defaults_count_as_transformers_does(cls):
 
 
 @pytest.mark.parametrize("cls, kw, count", VARIANTS)
-def test_variants_count_as_transformers_does(cls, kw, count, tmp_path):
+def test_variants_count_as_transformers_does(cls, kw, count, write_config):
     cfg = _defaults(cls)
     cfg.update(kw)
     if "attention_types" in kw:  # to_dict wrote attention_layers, the expansion of the default types
         del cfg["attention_layers"]
-    assert _load(cfg, tmp_path).params_total == pytest.approx(count, rel=1e-5)
+    assert load_arch(write_config(cfg)).params_total == pytest.approx(count, rel=1e-5)
 
 
 def test_gpt_neo_alternates_global_and_local_layers():
@@ -77,21 +71,21 @@ def test_gpt_neo_alternates_global_and_local_layers():
     assert sum(t.params for t in a.input_tables) == 2048 * 2048
 
 
-def test_gpt_neo_hub_config_without_tie_field_is_tied(tmp_path):
+def test_gpt_neo_hub_config_without_tie_field_is_tied(write_config):
     """GPTNeoConfig ties the head by default: a config that leaves tie_word_embeddings out (as
     the hub's GPT-Neo files do) counts one 50257 x 2048 table, not two."""
     cfg = {k: v for k, v in _defaults("GPTNeoConfig").items() if k != "tie_word_embeddings"}
-    assert _load(cfg, tmp_path).params_total == DEFAULTS["GPTNeoConfig"]
+    assert load_arch(write_config(cfg)).params_total == DEFAULTS["GPTNeoConfig"]
 
 
-def test_gpt_neo_bad_attention_types_is_one_clear_error(tmp_path):
+def test_gpt_neo_bad_attention_types_is_one_clear_error(write_config):
     cfg = {k: v for k, v in _defaults("GPTNeoConfig").items() if k != "attention_layers"}
     cfg["attention_types"] = [[["global", "local"], 11]]  # 22 layers' worth for 24
     with pytest.raises(DecodescopeError, match="attention_layers"):
-        _load(cfg, tmp_path)
+        load_arch(write_config(cfg))
     cfg["attention_types"] = "global"
     with pytest.raises(DecodescopeError, match="attention_layers"):
-        _load(cfg, tmp_path)
+        load_arch(write_config(cfg))
 
 
 def test_persimmon_layer_by_hand():
@@ -149,8 +143,8 @@ def test_doge_layer_by_hand():
     assert per_request_cache(a, d, a.layers)[0] == 32 * 1001 * 4096
 
 
-def test_doge_moe_is_one_clear_error(tmp_path):
+def test_doge_moe_is_one_clear_error(write_config):
     cfg = _defaults("DogeConfig")
     cfg["is_moe"] = True
     with pytest.raises(DecodescopeError, match="is_moe"):
-        _load(cfg, tmp_path)
+        load_arch(write_config(cfg))

@@ -44,12 +44,6 @@ OLMO = CONFIGS / "transformers__OlmoHybridConfig-defaults.json"
 LFM3 = CONFIGS / "transformers__Lfm3Config-defaults.json"
 
 
-def _write(tmp_path, cfg: dict) -> str:
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return str(p)
-
-
 def _olmo_hybrid_params(h, v, inter, layers, k_heads, v_heads, k_dim, v_dim, heads, kv, head_dim, conv=4, bias=False):
     """OLMo Hybrid's parameters, tensor by tensor from modeling_olmo_hybrid.py; `layers`: the
     layer_types list."""
@@ -101,10 +95,10 @@ def test_olmo_hybrid_request_holds_attention_kv_and_deltanet_state():
     assert kv2 == kv / 2 and st2 == st / 2  # 15 KV heads and 15 value heads per GPU
 
 
-def test_olmo_hybrid_fills_linear_fields_and_layer_types_as_its_config_class(tmp_path):
+def test_olmo_hybrid_fills_linear_fields_and_layer_types_as_its_config_class(write_config):
     cfg = {"model_type": "olmo_hybrid", "vocab_size": 32000, "hidden_size": 1024, "intermediate_size": 2816,
            "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2, "attention_bias": True}
-    a = load_arch(_write(tmp_path, cfg))
+    a = load_arch(write_config(cfg))
     # no linear_* fields: 8 key / value heads, key head 0.75 x 1024 / 8 = 96, value head 192;
     # layer 3 the only full-attention layer (i % 4 == 3)
     types = ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 2
@@ -115,14 +109,14 @@ def test_olmo_hybrid_fills_linear_fields_and_layer_types_as_its_config_class(tmp
     # transformers 5.24 on the meta device, the same config: 151,680,784 parameters
     assert by_hand == 151_680_784 and a.params_total == by_hand
     # fewer than 4 layers: the last one is the full-attention layer
-    b = load_arch(_write(tmp_path, {**cfg, "num_hidden_layers": 3}))
+    b = load_arch(write_config({**cfg, "num_hidden_layers": 3}))
     assert [x.kind for x in b.layers] == ["linear_attention", "linear_attention", "attention"]
 
 
-def test_olmo_hybrid_rejects_a_layer_types_list_of_the_wrong_length(tmp_path):
+def test_olmo_hybrid_rejects_a_layer_types_list_of_the_wrong_length(write_config):
     cfg = {**json.loads(OLMO.read_text()), "layer_types": ["linear_attention", "full_attention"]}
     with pytest.raises(DecodescopeError, match="layer_types must hold"):
-        load_arch(_write(tmp_path, cfg))
+        load_arch(write_config(cfg))
 
 
 def _lfm3_params(h, v, inter, types, heads, kv, head_dim, conv=7, conv_bias=False, sandwich=True, gate=True, tied=True):
@@ -167,13 +161,13 @@ def test_lfm3_sliding_layers_hold_only_their_window():
     assert kv == 6 * 1001 * 2048 + 5 * 256 * 2048 and state == 13 * 6 * 2048 * 2
 
 
-def test_lfm3_without_sandwich_norms_or_gates(tmp_path):
+def test_lfm3_without_sandwich_norms_or_gates(write_config):
     types = ["conv", "sliding_attention", "conv", "full_attention", "conv", "sliding_attention"]
     cfg = {"model_type": "lfm3", "vocab_size": 65536, "hidden_size": 1024, "intermediate_size": 4096,
            "num_hidden_layers": 6, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
            "use_sandwich_norm": False, "use_attention_gate": False, "conv_bias": True,
            "tie_word_embeddings": False, "layer_types": types}
-    a = load_arch(_write(tmp_path, cfg))
+    a = load_arch(write_config(cfg))
     by_hand = _lfm3_params(1024, 65536, 4096, types, 8, 2, 64, conv_bias=True, sandwich=False, gate=False, tied=False)
     # transformers 5.24 on the meta device, the same config: 226,280,832 parameters
     assert by_hand == 226_280_832 and a.params_total == by_hand
@@ -181,16 +175,16 @@ def test_lfm3_without_sandwich_norms_or_gates(tmp_path):
     assert not names & {"g_proj", "post_operator_norm", "post_ffn_norm"}
 
 
-def test_lfm3_ties_its_head_by_default(tmp_path):
+def test_lfm3_ties_its_head_by_default(write_config):
     cfg = json.loads(LFM3.read_text())
     del cfg["tie_word_embeddings"]  # Lfm3Config's default: tied
-    assert load_arch(_write(tmp_path, cfg)).tie_word_embeddings
+    assert load_arch(write_config(cfg)).tie_word_embeddings
 
 
 @pytest.mark.parametrize("change, message", [({"layer_types": ["conv", "mamba"] * 12}, "layer_types must hold"),
                                              ({"sliding_window": None}, "'sliding_window' is missing")])
-def test_lfm3_bad_layer_types_or_no_window_for_sliding_layers(tmp_path, change, message):
+def test_lfm3_bad_layer_types_or_no_window_for_sliding_layers(write_config, change, message):
     # transformers' sliding-window mask raises without a window, as decodescope does
     cfg = {**json.loads(LFM3.read_text()), **change}
     with pytest.raises(DecodescopeError, match=message):
-        load_arch(_write(tmp_path, cfg))
+        load_arch(write_config(cfg))

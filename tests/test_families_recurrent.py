@@ -43,12 +43,6 @@ HRM_LAYER = 5 * 1536 * 1536 + 3 * 4096 * 1536  # q, k, v, gate, o; gate / up / d
 ATTENTION_LAYERS = [2, 5, 8, 11, 14, 17, 20, 23]
 
 
-def _write(tmp_path: Path, cfg: dict) -> Path:
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return p
-
-
 def test_class_defaults_count_matches_transformers():
     # transformers 5.24 on the meta device: RecurrentGemmaForCausalLM(RecurrentGemmaConfig())
     assert load_arch(str(DEFAULTS)).params_total == pytest.approx(2_010_263_040, rel=1e-5)
@@ -94,12 +88,12 @@ def test_state_and_windowed_kv_per_request(tp):
         assert per_req[0] == pytest.approx((8 * tokens * 2 * 256 * 2, state))
 
 
-def test_unknown_block_kind_is_one_clear_error(tmp_path):
+def test_unknown_block_kind_is_one_clear_error(write_config):
     cfg = json.loads(RG_2B.read_text()) | {"_block_types": ["recurrent", "mamba"]}
     with pytest.raises(DecodescopeError, match="_block_types"):
-        load_arch(str(_write(tmp_path, cfg)))
+        load_arch(write_config(cfg))
     with pytest.raises(DecodescopeError, match="block_types"):
-        load_arch(str(_write(tmp_path, json.loads(RG_2B.read_text()) | {"block_types": []})))
+        load_arch(write_config(json.loads(RG_2B.read_text()) | {"block_types": []}))
 
 
 def test_hrm_counts_match_transformers():
@@ -129,7 +123,7 @@ def test_hrm_every_pass_keeps_its_own_kv_cache():
     assert per_req[0] == pytest.approx((128 * 1001 * 2 * 12 * 128 * 2, 0.0))
 
 
-def test_hrm_too_many_loops_is_one_clear_error(tmp_path):
+def test_hrm_too_many_loops_is_one_clear_error(write_config):
     cfg = json.loads(HRM_1B.read_text()) | {"H_cycles": 64, "L_cycles": 64}
     with pytest.raises(DecodescopeError, match="layer passes"):
-        load_arch(str(_write(tmp_path, cfg)))
+        load_arch(write_config(cfg))

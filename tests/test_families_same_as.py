@@ -69,22 +69,15 @@ def test_minicpm3_is_mla_with_dense_mlps_and_a_tied_head():
     assert a.tie_word_embeddings
 
 
-def _untied(cfg: dict, tmp_path: Path) -> Path:
-    p = tmp_path / "untied.json"
-    p.write_text(json.dumps({**cfg, "tie_word_embeddings": False}))
-    return p
-
-
-def test_a_tied_head_by_class_default_where_the_config_leaves_the_key_out(tmp_path):
+def test_a_tied_head_by_class_default_where_the_config_leaves_the_key_out(write_config):
     """VaultGemmaConfig ties its head by default: a config.json without tie_word_embeddings
     still has one table of 256,000 x 2,304 (590 M parameters), not two."""
     a, cfg = _load("VaultGemmaConfig")
     del cfg["tie_word_embeddings"]
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    b = load_arch(str(p))
+    b = load_arch(write_config(cfg))
     assert b.tie_word_embeddings and b.params_total == a.params_total == 2_614_222_080
-    assert a.params_total + 256_000 * 2_304 == load_arch(str(_untied(cfg, tmp_path))).params_total
+    untied = load_arch(write_config({**cfg, "tie_word_embeddings": False}, "untied.json"))
+    assert a.params_total + 256_000 * 2_304 == untied.params_total
 
 
 def test_ministral_windows_every_layer_as_its_config_class():

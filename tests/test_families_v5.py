@@ -204,10 +204,9 @@ def test_granite_moe_shared_counts_its_shared_mlp():
     assert shared - base == 32 * 3 * 4096 * 1024
 
 
-def test_an_unknown_mlp_layer_word_is_one_clear_error(tmp_path):
+def test_an_unknown_mlp_layer_word_is_one_clear_error(write_config):
     cfg = json.loads(_path("HYV3Config").read_text())
     cfg["mlp_layer_types"][3] = "expert"
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
+    p = write_config(cfg)
     with pytest.raises(DecodescopeError, match="mlp_layer_types must hold one of dense, sparse, moe per layer"):
-        load_arch(str(p))
+        load_arch(p)

@@ -25,7 +25,6 @@ heads of 464, 2 Mamba heads over inner 7424, d_state 16, dt rank 232, conv 4, ti
   3 x 3712 x 14848 = 358,263,680; a hybrid position's own linear 3712^2 = 13,778,944;
 - 76 x 86,530,432 + 358,263,680 + 13 x 13,778,944 + 32000 x 3712 + 3712 = 7,232,490,496."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -53,12 +52,6 @@ SMALL = {"model_type": "zamba2", "hidden_size": 256, "num_hidden_layers": 9, "n_
          "num_mem_blocks": 3, "intermediate_size": 640, "num_attention_heads": 8, "adapter_rank": 16,
          "use_shared_attention_adapter": True, "add_bias_linear": True, "mamba_d_state": 32, "vocab_size": 1000,
          "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid", "hybrid", "mamba"]}
-
-
-def _load(tmp_path, data: dict):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
-    return load_arch(str(path))
 
 
 def test_defaults_count_equals_transformers():
@@ -91,16 +84,16 @@ def test_every_hybrid_position_caches_its_own_kv():
     assert state == 54 * (1_310_720 + 31_488)
 
 
-def test_zamba2_7b_shapes(tmp_path):
+def test_zamba2_7b_shapes(write_config):
     """Zamba2-7B's model card: 7.4B parameters."""
-    a = _load(tmp_path, Z7)
+    a = load_arch(write_config(Z7))
     assert a.params_total == 7_356_749_648  # transformers 5.24 on the meta device, Zamba2Config(**Z7)
     assert a.params_total == pytest.approx(7.4e9, rel=0.01)
     assert [x.reuses for x in a.layers if x.kind == "attention"] == [False, False] + [True] * 11
 
 
-def test_attention_adapters_biases_and_three_blocks(tmp_path):
-    a = _load(tmp_path, SMALL)
+def test_attention_adapters_biases_and_three_blocks(write_config):
+    a = load_arch(write_config(SMALL))
     assert a.params_total == 9_106_240  # transformers 5.24 on the meta device, Zamba2Config(**SMALL)
     assert [x.reuses for x in a.layers if x.kind == "attention"] == [False] * 3 + [True] * 2
     own = {t.name for t in a.layers[2].tensors()}
@@ -109,9 +102,9 @@ def test_attention_adapters_biases_and_three_blocks(tmp_path):
 
 @pytest.mark.parametrize("change", [{"n_mamba_heads": 7}, {"num_mem_blocks": "two"}, {"num_attention_heads": 3},
                                     {"layers_block_type": ["mamba", "attention"]}, {"adapter_rank": -1}])
-def test_bad_fields_are_one_error(tmp_path, change):
+def test_bad_fields_are_one_error(write_config, change):
     with pytest.raises(DecodescopeError):
-        _load(tmp_path, {**SMALL, **change})
+        load_arch(write_config({**SMALL, **change}))
 
 
 def test_zamba_v1_count_layout_and_cache():
@@ -129,7 +122,7 @@ def test_zamba_v1_count_layout_and_cache():
     assert state == 76 * (475_136 + 44_544)
 
 
-def test_zamba_v1_options(tmp_path):
+def test_zamba_v1_options(write_config):
     """No conv bias, biased in/out projections, 3 Mamba heads, GQA (2 KV heads), hybrid layers
     from attn_layer_period 3 / offset 1: layers 2 and 4 of 7. (Tied: transformers 5.24 ties the
     shared blocks only with tie_word_embeddings, counting every use of them otherwise.)"""
@@ -137,7 +130,7 @@ def test_zamba_v1_options(tmp_path):
            "num_key_value_heads": 2, "n_mamba_heads": 3, "intermediate_size": 500, "mamba_d_state": 8,
            "mamba_dt_rank": 5, "mamba_conv_bias": False, "mamba_proj_bias": True, "attn_layer_period": 3,
            "attn_layer_offset": 1, "vocab_size": 500}
-    a = _load(tmp_path, cfg)
+    a = load_arch(write_config(cfg))
     assert a.params_total == 2_491_008  # transformers 5.24 on the meta device, ZambaConfig(**cfg)
     assert [x.kind for x in a.layers] == ["mamba", "mamba", "attention", "mamba", "mamba", "attention", "mamba",
                                           "mamba", "mamba"]

@@ -26,7 +26,6 @@ https://huggingface.co/Zyphra/ZAYA1-base) says 8.3B total / 800M active; ZAYA1-8
 (https://www.llmreference.com/model/zaya1-8b) 8.4B total / 760M active. Without the 537M
 embedding the defaults hold 8,303,355,728 and a token reads 753,608,528 (1 of 16 experts)."""
 
-import json
 from pathlib import Path
 
 import pytest
@@ -50,12 +49,6 @@ SMALL = {"model_type": "zaya", "hidden_size": 256, "num_hidden_layers": 4, "num_
          "num_experts": 4, "num_experts_per_tok": 1, "moe_intermediate_size": 128, "router_hidden_size": 32,
          "vocab_size": 1000, "tie_word_embeddings": False, "sliding_window": 512,
          "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"]}
-
-
-def _load(tmp_path, data: dict):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
-    return load_arch(str(path))
 
 
 def test_defaults_count_equals_transformers():
@@ -86,13 +79,13 @@ def test_kv_cache_and_conv_state_per_request():
     assert (kv, state) == (40 * 1001 * KV_TOKEN / 2, 40 * STATE / 2)
 
 
-def test_sliding_layers_biases_and_wider_conv(tmp_path):
+def test_sliding_layers_biases_and_wider_conv(write_config):
     """KV: 2 heads x 64 x (K + V) x 2 B = 512 B a token, the sliding layers over 512 tokens;
     state: conv (2 + 1) taps of 384 channels + a delayed V half of 64, bf16 = 2432 B a layer.
     Count: CCA 256 + q 256 x 257 + k 128 x 257 + v halves 2 x 64 x 257 + o 256 x 257 + depthwise
     384 x 3 + 384 + grouped 384 x 64 x 2 + 384 + temp 2 = 248,706; MoE 256 + 4 x 3 x 128 x 256 +
     router 32 x 257 + 32 + 2 x 32 x 33 + 5 x 32 = 404,000; residual 2048; untied head."""
-    a = _load(tmp_path, SMALL)
+    a = load_arch(write_config(SMALL))
     # transformers 5.24 on the meta device, ZayaConfig(**SMALL)
     assert a.params_total == 3_131_880 == 4 * (248_706 + 404_000 + 2048) + 3 * 32 + 512 + 2 * 256_000 + 256
     assert [x.kind for x in a.layers] == ["sliding_attention", "attention"] * 2
@@ -101,10 +94,10 @@ def test_sliding_layers_biases_and_wider_conv(tmp_path):
     assert state == 4 * (384 * 3 + 64) * 2
 
 
-def test_tied_when_the_config_says_nothing(tmp_path):
+def test_tied_when_the_config_says_nothing(write_config):
     """ZayaConfig ties the head by default: a config without tie_word_embeddings holds one table."""
     small = {k: v for k, v in SMALL.items() if k != "tie_word_embeddings"}
-    assert _load(tmp_path, small).params_total == 3_131_880 - 1000 * 256
+    assert load_arch(write_config(small)).params_total == 3_131_880 - 1000 * 256
 
 
 @pytest.mark.parametrize("change", [{"cca_time0": 0}, {"cca_time1": "two"}, {"router_hidden_size": -1},
@@ -112,9 +105,9 @@ def test_tied_when_the_config_says_nothing(tmp_path):
                                     {"layer_types": ["hybrid", "full_attention", "hybrid", "hybrid"]},
                                     {"sliding_window": None}, {"num_attention_heads": 3},
                                     {"zaya_mlp_expansion": 256}])
-def test_bad_fields_are_one_error(tmp_path, change):
+def test_bad_fields_are_one_error(write_config, change):
     with pytest.raises(DecodescopeError):
-        _load(tmp_path, {**SMALL, **change})
+        load_arch(write_config({**SMALL, **change}))
 
 
 def test_one_allreduce_after_cca_and_one_after_the_moe_at_tp_2():

@@ -69,16 +69,13 @@ def test_unknown_format_lists_the_known_ones(spec):
 
 # ---- quantization configs read per tensor -------------------------------------------
 
-def _arch_with(tmp_path, quant=None, dtype="bfloat16"):
+def _arch_with(write_config, quant=None, dtype="bfloat16"):
     cfg = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768,
            "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
            "num_experts": 128, "num_experts_per_tok": 8, "vocab_size": 151936, "torch_dtype": dtype}
     if quant:
         cfg["quantization_config"] = quant
-    p = tmp_path / "config.json"
-    import json
-    p.write_text(json.dumps(cfg))
-    return load_arch(str(p))
+    return load_arch(write_config(cfg))
 
 
 @pytest.mark.parametrize("quant, bits", [
@@ -96,8 +93,8 @@ def _arch_with(tmp_path, quant=None, dtype="bfloat16"):
     ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, 4 + 32 / 64),
     ({"quant_method": "bitsandbytes", "load_in_8bit": True}, 8.0),
 ])
-def test_integer_quantization_configs_true_bits(tmp_path, quant, bits):
-    f = config_format(_arch_with(tmp_path, quant))
+def test_integer_quantization_configs_true_bits(write_config, quant, bits):
+    f = config_format(_arch_with(write_config, quant))
     assert f.tensor_bits(LINEAR) == pytest.approx(bits)
     assert f.tensor_bits(EXPERT) == pytest.approx(bits)
     assert f.tensor_bits(HEAD) == 16
@@ -122,23 +119,23 @@ def _ct(weights, acts=None, ignore=("lm_head",), targets=("Linear",)):
     (_ct({"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
          {"num_bits": 4, "type": "float"}), 4.5, "nvfp4", "fp4"),  # nvfp4 w4a4
 ])
-def test_compressed_tensors_groups(tmp_path, quant, bits, kernel, compute):
-    f = config_format(_arch_with(tmp_path, quant))
+def test_compressed_tensors_groups(write_config, quant, bits, kernel, compute):
+    f = config_format(_arch_with(write_config, quant))
     tf = f.tensor_format(LINEAR)
     assert (tf.bits, tf.kernel, tf.compute) == (pytest.approx(bits), kernel, compute)
     assert f.tensor_bits(HEAD) == 16  # ignore: lm_head
 
 
-def test_compressed_tensors_ignore_patterns_and_targets(tmp_path):
+def test_compressed_tensors_ignore_patterns_and_targets(write_config):
     quant = _ct({"num_bits": 4, "type": "float", "group_size": 16}, {"num_bits": 4, "type": "float"},
                 ignore=["lm_head", "re:.*self_attn.*", "re:.*mlp.gate$"])
-    f = config_format(_arch_with(tmp_path, quant))
+    f = config_format(_arch_with(write_config, quant))
     assert f.tensor_bits(LINEAR) == 16  # q_proj is under self_attn
     assert f.tensor_bits(EXPERT) == 4.5
 
 
-def test_float8_torch_dtype_is_fp8(tmp_path):
-    f = config_format(_arch_with(tmp_path, dtype="float8_e4m3fn"))
+def test_float8_torch_dtype_is_fp8(write_config):
+    f = config_format(_arch_with(write_config, dtype="float8_e4m3fn"))
     assert f.name == "fp8" and f.tensor_bits(LINEAR) == 8
 
 

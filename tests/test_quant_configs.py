@@ -129,72 +129,70 @@ def test_kimi_k3_mxfp4_pack_quantized_experts_and_bf16_kda():
     assert f.tensor_bits(t["f_proj"]) == f.tensor_bits(t["q_proj"]) == 16
 
 
-def _dense_arch(tmp_path, quant):
+def _dense_arch(write_config, quant):
     cfg = {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 4,
            "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
            "torch_dtype": "bfloat16", "quantization_config": quant}
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    return load_arch(str(p))
+    return load_arch(write_config(cfg))
 
 
-def _bits(tmp_path, quant):
-    a = _dense_arch(tmp_path, quant)
+def _bits(write_config, quant):
+    a = _dense_arch(write_config, quant)
     f = config_format(a)
     return {t.name: f.tensor_bits(t) for t in a.layers[0].tensors() if t.linear}
 
 
-def test_awq_modules_to_not_convert_match_as_substrings(tmp_path):
+def test_awq_modules_to_not_convert_match_as_substrings(write_config):
     # vLLM / SGLang awq.py is_layer_skipped_awq: any(module_name in prefix): "mlp.gate" (meant for MoE
     # routers) also leaves "model.layers.N.mlp.gate_proj" unquantized; AWQ 4-bit g128 = 4 + (16 + 4)/128
-    bits = _bits(tmp_path, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
-                            "version": "gemm", "modules_to_not_convert": ["mlp.gate"]})
+    bits = _bits(write_config, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+                                "version": "gemm", "modules_to_not_convert": ["mlp.gate"]})
     assert bits["gate_proj"] == 16 and bits["up_proj"] == bits["down_proj"] == bits["q_proj"] == 4.15625
 
 
-def test_bitsandbytes_skip_modules_match_components_and_leading_paths(tmp_path):
+def test_bitsandbytes_skip_modules_match_components_and_leading_paths(write_config):
     # vLLM bitsandbytes.py is_layer_skipped_bnb: an entry equal to one dotted component ("self_attn")
     # or a leading path ("model.layers.0.mlp", Unsloth's dynamic 4-bit form); not a substring ("mlp.gate")
     nf4 = 4 + 32 / 64  # absmax fp32 per 64
     q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
          "llm_int8_skip_modules": ["lm_head", "self_attn", "mlp.gate"]}
-    bits = _bits(tmp_path, q)
+    bits = _bits(write_config, q)
     assert bits["q_proj"] == bits["o_proj"] == 16 and bits["gate_proj"] == bits["down_proj"] == nf4
 
 
-def test_bitsandbytes_skipping_one_layer_leaves_the_others_quantized(tmp_path):
+def test_bitsandbytes_skipping_one_layer_leaves_the_others_quantized(write_config):
     # "model.layers.0.mlp" names layer 0 of 4: the format (one per tensor name) follows the other 3
     q = {"quant_method": "bitsandbytes", "load_in_4bit": True, "llm_int8_skip_modules": ["model.layers.0.mlp"]}
-    assert _bits(tmp_path, q)["down_proj"] == 4.5
+    assert _bits(write_config, q)["down_proj"] == 4.5
     q["llm_int8_skip_modules"] = ["model.layers.0.mlp", "model.layers.1.mlp", "model.layers.2.mlp"]
-    assert _bits(tmp_path, q)["down_proj"] == 16  # 3 of 4 layers keep their MLP in bf16
+    assert _bits(write_config, q)["down_proj"] == 16  # 3 of 4 layers keep their MLP in bf16
 
 
-def test_gptq_dynamic_negative_rules_skip_modules(tmp_path):
+def test_gptq_dynamic_negative_rules_skip_modules(write_config):
     # GPTQModel "dynamic": "-:REGEX" keeps matching modules unquantized (vLLM gptq_utils
     # get_dynamic_override: re.match on the full module name); GPTQ 4-bit g128 sym = 4 + 16/128
     q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True,
          "dynamic": {r"-:.*\.self_attn\..*": {}, r"-:model\.layers\.[0-2]\.mlp\..*": {}}}
-    bits = _bits(tmp_path, q)
+    bits = _bits(write_config, q)
     assert bits["q_proj"] == 16 and bits["down_proj"] == 16  # the MLP of 3 of 4 layers is skipped
     q["dynamic"] = {r"-:model\.layers\.0\.mlp\..*": {}}
-    assert _bits(tmp_path, q)["down_proj"] == 4.125
+    assert _bits(write_config, q)["down_proj"] == 4.125
 
 
-def test_gptq_dynamic_bit_overrides_are_one_clear_error(tmp_path):
+def test_gptq_dynamic_bit_overrides_are_one_clear_error(write_config):
     from decodescope.errors import DecodescopeError
     q = {"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {r"+:.*down_proj": {"bits": 8}}}
     with pytest.raises(DecodescopeError, match="dynamic"):
-        _bits(tmp_path, q)
+        _bits(write_config, q)
 
 
-def test_fbgemm_fp8_keeps_its_modules_to_not_convert_in_bf16(tmp_path):
+def test_fbgemm_fp8_keeps_its_modules_to_not_convert_in_bf16(write_config):
     # Meta-Llama-3.1-405B-Instruct-FP8 style: fbgemm_fp8, e4m3 weights + one fp32 scale per row
     # (32 / 1024 bits here, modelled as 8), attention and layer 0's MLP named in modules_to_not_convert
     q = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
          "modules_to_not_convert": [f"model.layers.{i}.self_attn.{x}_proj" for i in range(4) for x in "qkvo"]
          + ["model.layers.0.mlp.down_proj", "lm_head"]}
-    a = _dense_arch(tmp_path, q)
+    a = _dense_arch(write_config, q)
     f = config_format(a)
     t = {x.name: x for x in a.layers[2].tensors()}
     assert f.tensor_bits(t["q_proj"]) == 16 and f.tensor_format(t["down_proj"]) == (8, "fp8", "fp8")
@@ -214,27 +212,27 @@ _MX = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format":
     ([{"dtype": "fp8_e4m3", "qscheme": "per_tensor"}, {"dtype": "int4", "qscheme": "per_channel"}],
      {"dtype": "fp8_e4m3"}, (4, "int4", "bf16")),
 ])
-def test_quark_weight_specs(tmp_path, weight, acts, fmt):
+def test_quark_weight_specs(write_config, weight, acts, fmt):
     q = {"quant_method": "quark", "global_quant_config": {"weight": weight, "input_tensors": acts},
          "layer_quant_config": {}, "exclude": ["lm_head", "re:.*self_attn.*"]}
-    a = _dense_arch(tmp_path, q)
+    a = _dense_arch(write_config, q)
     f = config_format(a)
     t = {x.name: x for x in a.layers[0].tensors()}
     assert f.tensor_format(t["down_proj"]) == fmt
     assert f.tensor_bits(t["q_proj"]) == 16 and f.tensor_bits(a.lm_head) == 16
 
 
-def test_quark_layer_config_by_glob_and_unknown_dtype(tmp_path):
+def test_quark_layer_config_by_glob_and_unknown_dtype(write_config):
     from decodescope.errors import DecodescopeError
     q = {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp8_e4m3"}},
          "layer_quant_config": {"*mlp.down_proj": {"weight": _MX}}, "exclude": []}
-    a = _dense_arch(tmp_path, q)
+    a = _dense_arch(write_config, q)
     f = config_format(a)
     t = {x.name: x for x in a.layers[0].tensors()}
     assert f.tensor_bits(t["down_proj"]) == 4.25 and f.tensor_bits(t["up_proj"]) == 8
     q["global_quant_config"]["weight"] = {"dtype": "fp3"}
     with pytest.raises(DecodescopeError, match="Quark weight dtype 'fp3'"):
-        config_format(_dense_arch(tmp_path, q))
+        config_format(_dense_arch(write_config, q))
 
 
 def test_older_modelopt_export_without_quant_method():
@@ -262,25 +260,25 @@ def test_kimi_k25_int4_pack_quantized_routed_experts():
     assert weights_bytes_as("moonshotai__Kimi-K2.5.json", "bf16") - weights_bytes("moonshotai__Kimi-K2.5.json") == saved
 
 
-def test_structured_sparse_compressed_tensors_is_one_clear_error(tmp_path):
+def test_structured_sparse_compressed_tensors_is_one_clear_error(write_config):
     from decodescope.errors import DecodescopeError
     q = {"quant_method": "compressed-tensors", "format": "int-quantized",
          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "int"},
                                        "input_activations": {"num_bits": 8, "type": "int"}}},
          "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "targets": ["Linear"]}}
     with pytest.raises(DecodescopeError, match="sparse-24-bitmask"):
-        _bits(tmp_path, q)
+        _bits(write_config, q)
     q["sparsity_config"] = {}
-    assert _bits(tmp_path, q)["down_proj"] == 8
+    assert _bits(write_config, q)["down_proj"] == 8
 
 
 @pytest.mark.parametrize("group", [0, None, "Linear", {"targets": "Linear", "weights": {"num_bits": 4}}])
-def test_a_compressed_tensors_group_of_the_wrong_shape_is_one_clear_error(tmp_path, group):
+def test_a_compressed_tensors_group_of_the_wrong_shape_is_one_clear_error(write_config, group):
     # a group must be an object whose targets are a list (found by the fuzz test: {"": 0})
     from decodescope.errors import DecodescopeError
     q = {"quant_method": "compressed-tensors", "config_groups": {"group_0": group}}
     with pytest.raises(DecodescopeError, match="not an object with a list of targets"):
-        _bits(tmp_path, q)
+        _bits(write_config, q)
 
 
 def test_qwen3_30b_a3b_fp8_block_scales():
@@ -296,7 +294,7 @@ def test_qwen3_30b_a3b_fp8_block_scales():
     assert weights_bytes("Qwen__Qwen3-30B-A3B-FP8.json") == fp8 + 2 * bf16
 
 
-def test_minimax_m3_mxfp8_checkpoint(tmp_path):
+def test_minimax_m3_mxfp8_checkpoint(write_config):
     # MiniMaxAI/MiniMax-M3-MXFP8's block as a public MiniMax-M3 loader's documentation quotes it (the
     # code index does not name its repository): quant_method mxfp8, weight_block_size [1, 32], vLLM's
     # ignored_layers. Every linear of the real MiniMax-M3 config is MXFP8, 8 + 8/32 = 8.25 bits:
@@ -306,11 +304,11 @@ def test_minimax_m3_mxfp8_checkpoint(tmp_path):
     cfg["quantization_config"] = {"quant_method": "mxfp8", "activation_scheme": "dynamic",
                                   "weight_block_size": [1, 32],
                                   "ignored_layers": ["lm_head", "model.embed_tokens", "model.layers.3.block_sparse_moe.gate"]}
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    path = write_config(cfg)
     linear = 6_417_285_120 + 224_133_120 + 679_477_248 + 3_227_516_928 + 413_122_166_784
     expected = linear * 1.03125 + (2_503_213_056 + 780_672) * 2
     assert expected == 441_918_272_256
-    r = subprocess.run([sys.executable, "-m", "decodescope", "model", str(tmp_path / "config.json"), "--gpu", "b200",
+    r = subprocess.run([sys.executable, "-m", "decodescope", "model", path, "--gpu", "b200",
                         "--json"], capture_output=True, text=True)
     assert json.loads(r.stdout)["memory"]["weights_bytes"] == expected
 
@@ -322,19 +320,19 @@ def test_minimax_m3_mxfp8_checkpoint(tmp_path):
     ({"_type": "Float8DynamicActivationFloat8WeightConfig", "_data": {}}, (8, "fp8", "fp8")),
     ({"_type": "Int8WeightOnlyConfig", "_data": {}}, (8, "int8", "bf16")),
 ])
-def test_torchao_configs(tmp_path, spec, fmt):
-    a = _dense_arch(tmp_path, {"quant_method": "torchao", "quant_type": {"default": spec}})
+def test_torchao_configs(write_config, spec, fmt):
+    a = _dense_arch(write_config, {"quant_method": "torchao", "quant_type": {"default": spec}})
     f = config_format(a)
     assert f.tensor_format(next(t for t in a.layers[0].tensors() if t.name == "down_proj")) == fmt
 
 
-def test_unmodelled_methods_are_one_clear_error(tmp_path):
+def test_unmodelled_methods_are_one_clear_error(write_config):
     from decodescope.errors import DecodescopeError
     for q in ({"quant_method": "hqq", "nbits": 4, "group_size": 64},
               {"quant_method": "torchao", "quant_type": {"default": {"_type": "Int4WeightOnlyConfig"},
                                                          "model.layers.0.mlp.down_proj": {"_type": "Int8WeightOnlyConfig"}}}):
         with pytest.raises(DecodescopeError, match="--weights"):
-            config_format(_dense_arch(tmp_path, q))
+            config_format(_dense_arch(write_config, q))
 
 
 def test_gemma4_nvfp4_quantizes_the_experts_beside_the_mlp():
@@ -380,10 +378,10 @@ def test_mlx_affine_quantization_counts_a_scale_and_a_bias_per_group():
 
 
 @pytest.mark.parametrize("quant", [{"quant_method": "gptq", "bits": -1}, {"quant_method": "awq", "bits": -1}])
-def test_a_negative_bit_width_is_one_clear_error(tmp_path, quant):
+def test_a_negative_bit_width_is_one_clear_error(write_config, quant):
     # hypothesis found "bits": -1 accepted (as group_size -1 is, one scale per channel): negative bytes
     from decodescope.errors import DecodescopeError
     with pytest.raises(DecodescopeError, match="bits=-1 is not an integer from 2 to 8"):
-        _bits(tmp_path, quant)
+        _bits(write_config, quant)
     # group_size -1 stays valid: 4 bits and one scale per output channel
-    assert set(_bits(tmp_path, {"quant_method": "gptq", "bits": 4, "group_size": -1}).values()) == {4.0}
+    assert set(_bits(write_config, {"quant_method": "gptq", "bits": 4, "group_size": -1}).values()) == {4.0}
