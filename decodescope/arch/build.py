@@ -27,9 +27,17 @@ QK_NORM = ("qwen3", "gemma3", "olmo", "exaone4", "exaone_moe", "dots1", "flint",
 UNGATED_MLP = ("arcee",)
 
 
+# the keys multimodal wrappers nest their language model under, the first present wins:
+# text_config (transformers' own wrappers), llm_config (remote code: OpenGVLab InternVL 2-3.5,
+# AIDC-AI Ovis 1.6-2.5, NVLM-D, H2OVL), language_config (remote code: DeepSeek-VL2,
+# DeepSeek-OCR, Janus / Janus-Pro)
+NESTED_TEXT_KEYS = ("text_config", "llm_config", "language_config")
+
+
 def text_fields(raw: RawConfig) -> Fields:
-    # multimodal configs nest the language model under text_config; the top level keeps
-    # a few shared fields (tie_word_embeddings, quantization_config, dtype)
+    # the top level keeps a few shared fields (tie_word_embeddings, quantization_config, dtype);
+    # the nested config's fields win, its model_type too: a wrapper's own model_type stays only
+    # where the nested one names none (DeepSeek-OCR's language_config)
     if not isinstance(raw.data, dict):
         raise DecodescopeError(f"{raw.source}: the config is a JSON {type(raw.data).__name__}, not an object",
                                "pass the model's config.json, a JSON object of its fields")
@@ -38,12 +46,14 @@ def text_fields(raw: RawConfig) -> Fields:
     thinker = raw.data.get("thinker_config") or {}
     if not isinstance(thinker, dict):
         raise DecodescopeError(f"{raw.source}: thinker_config is not a JSON object", "fix thinker_config")
-    text = raw.data.get("text_config") or thinker.get("text_config") or {}
+    key = next((k for k in NESTED_TEXT_KEYS if raw.data.get(k)), None)
+    text = raw.data[key] if key else thinker.get("text_config") or {}
     if not isinstance(text, dict):
-        raise DecodescopeError(f"{raw.source}: text_config is not a JSON object", "fix text_config")
+        raise DecodescopeError(f"{raw.source}: {key or 'thinker_config.text_config'} is not a JSON object",
+                               f"fix {key or 'thinker_config.text_config'}")
     data = {k: v for k, v in raw.data.items() if not k.endswith("vision_config")}
     data.update(text)
-    if not raw.data.get("text_config") and thinker.get("tie_word_embeddings") is not None:
+    if not key and thinker.get("tie_word_embeddings") is not None:
         # the thinker ties its head by its own flag, not its text_config's (Qwen2.5-Omni's class
         # defaults: thinker false, text_config true; transformers builds the thinker untied)
         data["tie_word_embeddings"] = thinker["tie_word_embeddings"]

@@ -28,7 +28,8 @@ def build_glm_ocr(f: Fields):
 
 
 def build_deepseek_ocr(f: Fields):
-    """DeepSeek-OCR 2 (deepseek_ocr2_text) and Baidu's Unlimited-OCR (unlimited_ocr_text):
+    """DeepSeek-OCR 2 (deepseek_ocr2_text), Baidu's Unlimited-OCR (unlimited_ocr_text), and
+    DeepSeek-OCR / DeepSeek-VL2-Tiny (deepseek_vl_v2 with use_mla false, registry._deepseek_v2):
     LlamaAttention (MHA, no MLA) and DeepseekV2Moe / DeepseekV2MLP per mlp_layer_types
     ("dense" / "sparse", or first_k_dense_replace): routed experts of moe_intermediate_size,
     n_shared_experts merged into one shared MLP, a bias-free softmax router."""

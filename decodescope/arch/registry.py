@@ -29,6 +29,13 @@ def _lazy(module: str, name: str):
         return getattr(import_module(f"decodescope.arch.{module}"), name)(f)
     return build
 
+
+def _deepseek_v2(f: Fields):
+    """DeepSeek-V2 as the remote code of DeepSeek-VL2 and DeepSeek-OCR builds it: MLA, or where
+    use_mla is false (DeepSeek-OCR, DeepSeek-VL2-Tiny) MHA over the same MoE, DeepSeek-OCR 2's
+    decoder. Text DeepSeek-V2 configs name no use_mla: DeepseekV2Config's default is MLA."""
+    return (build_deepseek if f.get("use_mla", default=True) else _lazy("mm_text", "build_deepseek_ocr"))(f)
+
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
                      "mixtral", "qwen2_moe", "qwen3_moe", "llama4", "llama4_text", "gpt_oss",
@@ -46,7 +53,9 @@ FAMILIES = {
                      # Flint (sinks, per-head q/k norms, MoE), Aleph Alpha's Kolibri-1 (GLM-4's post-norms, MoE)
                      "flint", "kolibri1"),
                     build_decoder),
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
+    # deepseek_vl_v2: DeepSeek-VL2 / DeepSeek-OCR, whose language_config may name no model_type
+    **dict.fromkeys(("deepseek_v2", "deepseek_vl_v2"), _deepseek_v2),
+    **dict.fromkeys(("deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa",
                      "glm4_moe_lite", "youtu", "axk1"), build_deepseek),  # glm4_moe_lite: GLM-4.7-Flash; youtu: dense MLA
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
                      "lara_mini"), build_qwen_hybrid),  # Lara-4-Mini: ungated attention, some in a window
@@ -125,6 +134,8 @@ FAMILIES = {
                     _lazy("mm_text", "build_deepseek_ocr")),
     **dict.fromkeys(("molmo2", "molmo2_text"), _lazy("mm_text", "build_molmo2")),  # Ai2 Molmo 2: OLMo-style attention, extra vocabulary rows
     **dict.fromkeys(("glm_ocr", "glm_ocr_text"), _lazy("mm_text", "build_glm_ocr")),  # GLM-OCR: GLM-4.1V's layers, unbiased q/k/v, an MTP layer
+    # openbmb MiniCPM 1-4 and MiniCPM-MoE-8x2B (remote code): Llama's tensors with muP scalars
+    "minicpm": _lazy("remote_decoders", "build_minicpm"),
     "chameleon": _lazy("mm_text", "build_chameleon"),  # Meta Chameleon / Anole: Llama + a LayerNorm per query / key head
 }
 
@@ -144,12 +155,19 @@ SAME_AS = {
     "flex_olmo": "olmo2",  # OLMo 2's norms (q/k over all heads, post-norms) with routed experts
     "gemma4_unified_text": "gemma4_text",  # Gemma 4 "unified": its vision tokens attend both ways
     "ministral": "mistral",  # Ministral-8B in transformers' own model_type: Mistral's layout, per-layer windows
+    # rednote dots.ocr (remote code; flat fields): vLLM's dots_ocr.py runs Qwen2ForCausalLM as its language model
+    "dots_ocr": "qwen2",
+    # Phi-3 / 3.5-vision (remote code; flat fields): vLLM's phi3v.py runs the Phi-3 decoder (LlamaForCausalLM)
+    "phi3_v": "phi3",
     # Phi-4-multimodal: Phi-4-mini's decoder; its speech and vision LoRA adapters run only on
     # those inputs (phi4mm: the hub's remote-code model_type; phi4_multimodal: transformers')
     "phi4_multimodal": "phi3", "phi4mm": "phi3",
     # Cohere North / Compass (North-Micro-Vision-Instruct's language model): Cohere's parallel block,
     # its sliding layers named in layer_types
     "cohere_compass_text": "cohere", "cohere_compass": "cohere",
+    # Janus / Janus-Pro / DeepSeek-VL (multi_modality): LlamaForCausalLM(language_config), where
+    # language_config names no model_type
+    "multi_modality": "llama",
     "emu3": "llama", "emu3_text_model": "llama",  # BAAI Emu3: Emu3TextModel is LlamaModel (its VQ-VAE not counted)
     # Mistral Small 4 (mistral3 wrapping text_config mistral4): DeepSeek-V3's MLA and MoE with
     # softmax routing (no correction bias); its Llama-4 query scaling has no weights
@@ -182,8 +200,16 @@ NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory", "hrm_text
 TIED_BY_DEFAULT = frozenset((
     "bloom", "cohere", "cohere2", "cohere2_moe", "cohere_compass", "cohere_compass_text", "gemma", "gemma2", "gemma3",
     "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified_text", "gpt2", "gpt_bigcode",
-    "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm3", "mpt", "opt", "recurrent_gemma", "starcoder2",
+    "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm", "minicpm3", "mpt", "opt", "recurrent_gemma", "starcoder2",
     "vaultgemma", "zamba", "zamba2", "zaya"))
+
+
+# the top-level keys of the parts a multimodal config runs on images or audio, never on decoded
+# text: encoders, their projectors (DeepSeek-VL2 / -OCR projector_config, Janus aligner_config)
+# and Janus' image-generation parts; Ovis names its encoder visual_tokenizer_config (1.6 / 2) or
+# vit_config (2.5); Phi-3-vision its CLIP encoder img_processor
+ENCODER_KEYS = ("vision_config", "audio_config", "vq_config", "vit_config", "visual_tokenizer_config", "img_processor",
+                "projector_config", "aligner_config", "gen_vision_config", "gen_aligner_config", "gen_head_config")
 
 
 def _dtype(f) -> tuple[str, tuple[str, ...]]:
@@ -237,8 +263,9 @@ def build_arch(raw: RawConfig) -> Arch:
         # (vLLM's and SGLang's fp8 configs read config.expert_dtype); the weight format needs both
         quant = {**quant, "expert_dtype": "fp4"}
     holder = raw.data.get("thinker_config") or raw.data
-    towers = [k.removesuffix("_config") for k in ("vision_config", "audio_config", "vq_config") if holder.get(k)]
-    tower_note = (f"the {' and '.join(towers)} encoder{'s' if len(towers) > 1 else ''} of this multimodal "
+    towers = [k.removesuffix("_config") for k in ENCODER_KEYS if holder.get(k)]
+    names = ", ".join(towers[:-1]) + " and " + towers[-1] if len(towers) > 1 else "".join(towers)
+    tower_note = (f"the {names} encoder{'s' if len(towers) > 1 else ''} of this multimodal "
                   "config: not counted, as decode runs the language model only",) if towers else ()
     if raw.data.get("talker_config"):
         tower_note += ("the talker (speech output) of this config: not counted, as text decode runs the thinker only",)

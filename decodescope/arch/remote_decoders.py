@@ -1,0 +1,35 @@
+"""Decoders of hub models that run remote code (trust_remote_code) and name a model_type of their
+own: openbmb's MiniCPM 1-4 (minicpm). Their layouts follow vLLM's model files
+(vllm/model_executor/models/minicpm.py), as transformers has no class to build them."""
+
+from decodescope.arch.build import build_decoder
+from decodescope.arch.fields import Fields
+from decodescope.errors import DecodescopeError
+
+# InfLLM v2 (MiniCPM4's sparse_config) fields a note names: tokens per block, blocks picked
+INFLLM_FIELDS = ("block_size", "topk", "window_size", "dense_len")
+
+
+def _infllm_note(f: Fields) -> tuple[str, ...]:
+    sparse = f.get("sparse_config")
+    if sparse is None:
+        return ()
+    if not isinstance(sparse, dict):
+        raise DecodescopeError(f"{f.source}: sparse_config is not a JSON object",
+                               "fix sparse_config (MiniCPM4's InfLLM v2 settings) or remove it")
+    shown = ", ".join(f"{k} {sparse[k]}" for k in INFLLM_FIELDS if k in sparse)
+    return (f"sparse_config (InfLLM v2: {shown}): past dense_len tokens a query reads only its top-k "
+            "blocks, the initial and the local-window ones, scored against mean-pooled keys; counted as "
+            "dense attention, as vLLM and SGLang serve MiniCPM4 (an upper bound on the KV bytes read "
+            "at long context)",)
+
+
+def build_minicpm(f: Fields):
+    """MiniCPM-1B / 2B, MiniCPM4 and MiniCPM-MoE-8x2B (minicpm): Llama's tensors (MiniCPMAttention's
+    unbiased q/k/v/o, RMSNorms before attention and MLP, a SwiGLU MLP); with num_experts every MLP is
+    num_experts routed SwiGLU experts of intermediate_size and a bias-free router (MiniCPMMoE, no
+    shared expert). The muP scalars (scale_emb on the embedding, scale_depth / sqrt(layers) on each
+    residual, hidden_size / dim_model_base dividing the head's input) hold no weights. MiniCPMConfig
+    ties the head by default (registry.TIED_BY_DEFAULT)."""
+    layers, mtp, notes = build_decoder(Fields({**f.data, "model_type": "llama"}, f.source))
+    return layers, mtp, notes + _infllm_note(f)

@@ -1,0 +1,108 @@
+"""Remote-code hub models (decodescope/arch/remote_decoders.py and registry SAME_AS): openbmb
+MiniCPM (minicpm), rednote dots.ocr (dots_ocr) and Phi-3.5-vision (phi3_v), each from a real hub
+config.json. transformers cannot build these model_types, so each count is derived by hand from
+vLLM's model file and checked against transformers 5.24's meta-device count of the class vLLM's
+file shows to be the same decoder (LlamaForCausalLM / MixtralForCausalLM for MiniCPM's
+MiniCPMMLP / MiniCPMMoE, Qwen2ForCausalLM for dots.ocr, Phi3ForCausalLM for Phi-3.5-vision),
+and against the published count.
+
+MiniCPM-2B-sft-bf16 (h 2304, 40 layers, 36 heads of 64, MHA, intermediate 5760, vocab 122753, tied):
+  a layer: q/k/v/o 4 x 2304^2 = 21,233,664; gate/up/down 3 x 2304 x 5760 = 39,813,120; two norms 4,608
+  -> 61,051,392 x 40 = 2,442,055,680 ("2.4B non-embedding parameters", the model card);
+  + embedding 122753 x 2304 = 282,822,912 (the head tied to it) + final norm 2,304 = 2,724,880,896.
+MiniCPM-MoE-8x2B (the same shapes, num_experts 8, top 2): a layer's MLP becomes 8 experts x 39,813,120
+  = 318,504,960 and a router 8 x 2304 = 18,432 -> 339,761,664 per layer x 40 = 13,590,466,560
+  (13.6B without the embedding) + 282,822,912 + 2,304 = 13,873,291,776; a token runs 2 experts:
+  (21,233,664 + 2 x 39,813,120 + 18,432 + 4,608) x 40 + 282,822,912 + 2,304 = 4,318,142,976.
+dots.ocr (Qwen2: h 1536, 28 layers, 12 heads of 128, 2 KV heads, q/k/v biased, intermediate 8960,
+  vocab 151936, untied): q 1536^2 + 1536, k and v 256 x 1536 + 256 each, o 1536^2 -> 5,507,072;
+  MLP 3 x 1536 x 8960 = 41,287,680; norms 3,072 -> 46,797,824 x 28 = 1,310,339,072; embedding and
+  head 2 x 151936 x 1536 = 466,747,392; final norm 1,536 -> 1,777,088,000 (the card: a 1.7B LLM).
+Phi-3.5-vision (Phi-3-mini: h 3072, 32 layers, 32 heads of 96, MHA, intermediate 8192, vocab 32064,
+  untied): 4 x 3072^2 + 3 x 3072 x 8192 + 6,144 = 113,252,352 x 32 = 3,624,075,264; embedding and
+  head 2 x 32064 x 3072 = 197,001,216; final norm 3,072 -> 3,821,079,552 (the card's 4.2B adds
+  the CLIP ViT-L/14 image encoder, not counted)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from decodescope.arch import load_arch
+from decodescope.arch.config import RawConfig
+from decodescope.arch.registry import build_arch
+from decodescope.errors import DecodescopeError
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+# fixture -> (hand count above = transformers 5.24 on the meta device for the same decoder, active)
+COUNTS = {
+    "openbmb__MiniCPM-2B-sft-bf16.json": (2_724_880_896, 2_724_880_896),
+    "openbmb__MiniCPM-MoE-8x2B.json": (13_873_291_776, 4_318_142_976),
+    "rednote-hilab__dots.ocr.json": (1_777_088_000, 1_777_088_000),
+    "microsoft__Phi-3.5-vision-instruct.json": (3_821_079_552, 3_821_079_552),
+}
+# bf16 K + V bytes per token, all layers: layers x 2 x kv_heads x head_dim x 2 bytes
+KV_PER_TOKEN = {
+    "openbmb__MiniCPM-2B-sft-bf16.json": 40 * 2 * 36 * 64 * 2,  # 368,640
+    "openbmb__MiniCPM-MoE-8x2B.json": 40 * 2 * 36 * 64 * 2,
+    "rednote-hilab__dots.ocr.json": 28 * 2 * 2 * 128 * 2,  # 28,672
+    "microsoft__Phi-3.5-vision-instruct.json": 32 * 2 * 32 * 96 * 2,  # 393,216
+}
+# MiniCPM4's InfLLM v2 settings as its model card (openbmb/MiniCPM4-8B) publishes them
+SPARSE = {"kernel_size": 32, "kernel_stride": 16, "init_blocks": 1, "block_size": 64, "window_size": 2048,
+          "topk": 64, "use_nope": False, "dense_len": 8192}
+
+
+def _arch(data: dict):
+    return build_arch(RawConfig(data, "test", "test"))
+
+
+def _kv_per_token(arch) -> float:
+    return sum(x.mixer.kv_bytes_per_token(x.mixer.num_key_value_heads, 2) for x in arch.layers)
+
+
+@pytest.mark.parametrize("name", COUNTS)
+def test_counts_match_hand_derivation(name):
+    arch = load_arch(str(CONFIGS / name))
+    assert (arch.params_total, arch.params_active) == COUNTS[name]
+    assert _kv_per_token(arch) == KV_PER_TOKEN[name]
+
+
+def test_minicpm_layout_and_tied_head():
+    """MiniCPMConfig ties the head by default: a config without tie_word_embeddings is tied; the
+    muP scalars add no weights (the count equals plain Llama's on the same shapes)."""
+    data = json.loads((CONFIGS / "openbmb__MiniCPM-2B-sft-bf16.json").read_text())
+    del data["tie_word_embeddings"]
+    arch = _arch(data)
+    assert arch.tie_word_embeddings and arch.params_total == 2_724_880_896
+    attn = arch.layers[0].mixer
+    assert (attn.num_attention_heads, attn.num_key_value_heads, attn.head_dim, attn.attention_bias) == (36, 36, 64, False)
+    moe = load_arch(str(CONFIGS / "openbmb__MiniCPM-MoE-8x2B.json")).layers[0].mlp
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.moe_intermediate_size, moe.shared_expert_intermediate_size,
+            moe.router_bias) == (8, 2, 5760, 0, False)
+
+
+def test_minicpm4_sparse_config_is_noted_not_counted():
+    """InfLLM v2 adds no weights (MiniCPM4-8B's card: its sparse_config switches it on in the
+    same checkpoint); the note names it, the count and the KV cache stay dense."""
+    data = json.loads((CONFIGS / "openbmb__MiniCPM-2B-sft-bf16.json").read_text())
+    arch = _arch({**data, "sparse_config": SPARSE})
+    assert arch.params_total == 2_724_880_896 and _kv_per_token(arch) == KV_PER_TOKEN["openbmb__MiniCPM-2B-sft-bf16.json"]
+    assert any("InfLLM v2" in n and "topk 64" in n and "dense_len 8192" in n for n in arch.notes)
+    with pytest.raises(DecodescopeError, match="sparse_config"):
+        _arch({**data, "sparse_config": [1, 2]})
+
+
+@pytest.mark.parametrize("name, built_as", [("rednote-hilab__dots.ocr.json", "qwen2"),
+                                            ("microsoft__Phi-3.5-vision-instruct.json", "phi3")])
+def test_same_as_wrappers(name, built_as):
+    arch = load_arch(str(CONFIGS / name))
+    assert arch.model_type == built_as and not arch.tie_word_embeddings
+    assert any(f"built as {built_as}" in n for n in arch.notes)
+
+
+def test_phi35_vision_names_its_clip_encoder_not_counted():
+    # Phi-3-vision's config names its CLIP ViT-L image encoder under img_processor, not vision_config
+    notes = load_arch(str(CONFIGS / "microsoft__Phi-3.5-vision-instruct.json")).notes
+    assert any(n.startswith("the img_processor encoder") and "not counted" in n for n in notes)
