@@ -235,7 +235,7 @@ def build_step3p5(f: Fields):
     if len(types) < n or not isinstance(other, dict):
         raise DecodescopeError(f"{f.source}: layer_types needs one entry per layer; attention_other_setting an object",
                                "fix layer_types / attention_other_setting")
-    kv = f.get("num_attention_groups", "num_key_value_heads")
+    kv = f.get("num_attention_groups", "num_key_value_heads", default=f.need("num_attention_heads", "attention"))
     # transformers 5 writes the sliding layers' heads as num_sliding_attention_heads, not in
     # attention_other_setting, and builds the per-head gate on every layer (its `gating` is a
     # class attribute, True), where StepFun's own configs say use_head_wise_attn_gate
