@@ -74,6 +74,9 @@ INNER_FIELDS = sorted({k for c in WRAPPERS for k in _inner(c)})
 @given(base=st.sampled_from(WRAPPERS), edits=st.dictionaries(st.sampled_from(INNER_FIELDS), VALUES, min_size=1, max_size=3))
 # a traceback a longer run found: Step3p7's text_config with num_key_value_heads null (read as MHA since)
 @example(base=next(c for c in WRAPPERS if c.get("model_type") == "step3p7"), edits={"num_key_value_heads": None})
+# and Gemma 4's num_global_key_value_heads, not range-checked before (0: ZeroDivisionError)
+@example(base=next(c for c in WRAPPERS if c.get("architectures") == ["Gemma4ForConditionalGeneration"]),
+         edits={"num_global_key_value_heads": 0})
 def test_any_field_of_a_nested_language_model_gives_an_answer_or_one_clear_error(base, edits):
     data = json.loads(json.dumps(base))
     _inner(data).update(edits)

@@ -59,8 +59,9 @@ INT_RANGES = {
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),
     **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer"), (1, 1024)),
-    **dict.fromkeys(("num_attention_heads", "num_key_value_heads", "multi_query_group_num", "swa_num_key_value_heads",
-                     "linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads", "mamba_n_heads",
+    **dict.fromkeys(("num_attention_heads", "num_key_value_heads", "num_global_key_value_heads", "multi_query_group_num",
+                     "swa_num_key_value_heads", "linear_num_key_heads", "linear_num_value_heads", "mamba_num_heads",
+                     "mamba_n_heads",
                      "n_groups", "mamba_n_groups", "num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token",
                      "moe_k", "index_n_heads", "conv_kernel", "linear_conv_kernel_dim", "mamba_d_conv",
                      "mamba_expand", "full_attention_interval", "sliding_window_pattern",
