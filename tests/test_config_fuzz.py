@@ -77,6 +77,8 @@ INNER_FIELDS = sorted({k for c in WRAPPERS for k in _inner(c)})
 # and Gemma 4's num_global_key_value_heads, not range-checked before (0: ZeroDivisionError)
 @example(base=next(c for c in WRAPPERS if c.get("architectures") == ["Gemma4ForConditionalGeneration"]),
          edits={"num_global_key_value_heads": 0})
+@example(base=next(c for c in WRAPPERS if c.get("architectures") == ["Gemma4ForConditionalGeneration"]),
+         edits={"global_head_dim": -1280})
 def test_any_field_of_a_nested_language_model_gives_an_answer_or_one_clear_error(base, edits):
     data = json.loads(json.dumps(base))
     _inner(data).update(edits)

@@ -15,7 +15,7 @@ _OPTIONAL = (0, 1 << 12)
 INT_RANGES = {
     **dict.fromkeys(("hidden_size", "intermediate_size", "moe_intermediate_size", "ffn_hidden_size",
                      "intermediate_size_mlp", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim",
-                     "qk_rope_head_dim", "v_head_dim", "head_dim", "attention_head_dim", "kv_channels",
+                     "qk_rope_head_dim", "v_head_dim", "head_dim", "global_head_dim", "attention_head_dim", "kv_channels",
                      "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "ssm_state_size",
                      "swa_head_dim", "swa_v_head_dim", "o_lora_rank", "dense_intermediate_size", "sparse_block_size",
                      "sparse_index_dim", "share_expert_dim", "expert_ffn_hidden_size", "laurel_rank",
