@@ -39,6 +39,8 @@ def _read(arch: Arch) -> WeightFormat:
         return _bitsandbytes(q, arch)
     if method == "bitnet":
         return _bitnet(q, arch)
+    if method in ("exl2", "exl3"):
+        return _exllama(q, method, arch)
     if method == "compressed-tensors":
         return _compressed_tensors(q, arch)
     if method == "modelopt":
@@ -183,6 +185,21 @@ def _bitsandbytes(q: dict, arch: Arch) -> WeightFormat:
                             source="bitsandbytes LLM.int8(): int8 + per-row scale")
     raise DecodescopeError(f"{arch.source}: bitsandbytes config loads neither 4-bit nor 8-bit",
                            "pass the format with --weights")
+
+
+def _exllama(q: dict, method: str, arch: Arch) -> WeightFormat:
+    """ExLlamaV2's EXL2 / ExLlamaV3's EXL3 (the quantization_config their converters write:
+    {"quant_method": "exl2", "bits": 4.25, "head_bits": 6, ...}): `bits` is the average bits per
+    weight of the converted linear layers, scales included (EXL2 mixes 2- to 8-bit groups to reach
+    it, EXL3's trellis codes that many bits a weight), `head_bits` the LM head's (16 where absent);
+    the embedding stays 16-bit. Both run fp16 math."""
+    bits, head = q.get("bits"), q.get("head_bits", 16)
+    for key, v in (("bits", bits), ("head_bits", head)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 1 <= v <= 16:
+            raise DecodescopeError(f"{arch.source}: quantization_config {key}={v!r} is not a bit width from 1 to 16",
+                                   "fix the config, or pass the format with --weights")
+    return WeightFormat(f"{method} {bits:g} bpw (config)", float(bits), float(head), "fp16", kernel=method,
+                        source=f"{method.upper()}: {bits:g} bits per weight on average, LM head {head:g} bits")
 
 
 def _bitnet(q: dict, arch: Arch) -> WeightFormat:
