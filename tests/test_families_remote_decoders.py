@@ -106,3 +106,31 @@ def test_phi35_vision_names_its_clip_encoder_not_counted():
     # Phi-3-vision's config names its CLIP ViT-L image encoder under img_processor, not vision_config
     notes = load_arch(str(CONFIGS / "microsoft__Phi-3.5-vision-instruct.json")).notes
     assert any(n.startswith("the img_processor encoder") and "not counted" in n for n in notes)
+
+
+@pytest.mark.parametrize("version, family", [("2.5", "llama"), ("2.6", "qwen2"), ("4.0", "llama"), ("4.5", "qwen3")])
+def test_minicpmv_reads_the_language_model_its_version_names(write_config, version, family):
+    """vLLM's minicpmv.py dispatches on `version`: 2.5 LlamaModel, 2.6 Qwen2Model, 4.0 LlamaForCausalLM,
+    4.5 Qwen3ForCausalLM (MiniCPM-V 2.6 is SigLIP-400M + Qwen2-7B). A config written for this test,
+    flat as MiniCPM-V's are: 2 layers, hidden 256, 4 heads of 64, 2 KV heads, MLP 512, vocab 1,000,
+    untied. A layer: q, o 2 x 65,536 + k, v 2 x 32,768 + MLP 3 x 131,072 + norms 512 = 590,336;
+    Qwen2 adds q/k/v biases 256 + 128 + 128 = 512, Qwen3 per-head q/k norms 2 x 64 = 128;
+    + embedding and head 2 x 256,000 + final norm 256."""
+    cfg = {"model_type": "minicpmv", "architectures": ["MiniCPMV"], "version": version, "hidden_size": 256,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+           "vocab_size": 1000, "tie_word_embeddings": False, "query_num": 64,
+           "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}}
+    a = load_arch(write_config(cfg))
+    extra = {"llama": 0, "qwen2": 512, "qwen3": 128}[family]
+    assert a.params_total == 2 * (590_336 + extra) + 512_000 + 256
+    assert any(f"read as {family}" in n for n in a.notes) and any("vision encoder" in n for n in a.notes)
+
+
+def test_minicpmv_without_a_version_is_2_0_or_2_5_as_vllm_guesses(write_config):
+    # no version: MiniCPM-V 2's shape (hidden 2304, 64 queries) is 2.0 (MiniCPM-2B), anything else 2.5 (Llama 3)
+    base = {"model_type": "minicpmv", "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 512,
+            "vocab_size": 1000, "query_num": 64}
+    assert any("2.0" in n for n in load_arch(write_config({**base, "hidden_size": 2304})).notes)
+    assert any("2.5" in n for n in load_arch(write_config({**base, "hidden_size": 256})).notes)
+    with pytest.raises(DecodescopeError, match="version"):
+        load_arch(write_config({**base, "hidden_size": 256, "version": "3.1"}))

@@ -136,6 +136,8 @@ FAMILIES = {
     **dict.fromkeys(("glm_ocr", "glm_ocr_text"), _lazy("mm_text", "build_glm_ocr")),  # GLM-OCR: GLM-4.1V's layers, unbiased q/k/v, an MTP layer
     # openbmb MiniCPM 1-4 and MiniCPM-MoE-8x2B (remote code): Llama's tensors with muP scalars
     "minicpm": _lazy("remote_decoders", "build_minicpm"),
+    # MiniCPM-V 2-4.5 and MiniCPM-o: a language model picked by the config's version, as vLLM picks it
+    **dict.fromkeys(("minicpmv", "minicpmo"), _lazy("remote_decoders", "build_minicpmv")),
     "chameleon": _lazy("mm_text", "build_chameleon"),  # Meta Chameleon / Anole: Llama + a LayerNorm per query / key head
 }
 

@@ -1,6 +1,7 @@
 """Decoders of hub models that run remote code (trust_remote_code) and name a model_type of their
-own: openbmb's MiniCPM 1-4 (minicpm). Their layouts follow vLLM's model files
-(vllm/model_executor/models/minicpm.py), as transformers has no class to build them."""
+own: openbmb's MiniCPM 1-4 (minicpm) and MiniCPM-V / MiniCPM-o (minicpmv, minicpmo). Their layouts
+follow vLLM's model files (vllm/model_executor/models/minicpm.py, minicpmv.py), as transformers
+has no class to build them."""
 
 from decodescope.arch.build import build_decoder
 from decodescope.arch.fields import Fields
@@ -33,3 +34,33 @@ def build_minicpm(f: Fields):
     ties the head by default (registry.TIED_BY_DEFAULT)."""
     layers, mtp, notes = build_decoder(Fields({**f.data, "model_type": "llama"}, f.source))
     return layers, mtp, notes + _infllm_note(f)
+
+
+# the language model each MiniCPM-V version runs (vLLM's minicpmv.py _SUPPORT_VERSION: MiniCPMModel,
+# LlamaModel, Qwen2Model, LlamaForCausalLM, Qwen3ForCausalLM)
+MINICPMV_DECODERS = {(2, 0): "minicpm", (2, 5): "llama", (2, 6): "qwen2", (4, 0): "llama", (4, 5): "qwen3"}
+
+
+def _minicpmv_version(f: Fields) -> tuple[int, int]:
+    """`version` ("2.6", 4.5), else vLLM's guess: 2.0 for MiniCPM-V 2's shape (hidden 2304,
+    64 resampler queries), 2.5 otherwise."""
+    v = f.data.get("version")
+    if v is None:
+        return (2, 0) if f.data.get("hidden_size") == 2304 and f.data.get("query_num") == 64 else (2, 5)
+    parts = str(v).split(".")
+    version = tuple(int(p) for p in parts) if len(parts) == 2 and all(p.isdigit() for p in parts) else None
+    if version not in MINICPMV_DECODERS:
+        raise DecodescopeError(f"{f.source}: MiniCPM-V version {str(v)[:10]!r} is not one decodescope knows",
+                               f"versions: {', '.join(f'{a}.{b}' for a, b in MINICPMV_DECODERS)}")
+    return version
+
+
+def build_minicpmv(f: Fields):
+    """MiniCPM-V / MiniCPM-o (minicpmv, minicpmo): a vision encoder and resampler (not counted)
+    before a language model whose fields the config holds flat, picked by `version` as vLLM
+    picks it (MINICPMV_DECODERS)."""
+    version = _minicpmv_version(f)
+    decoder = MINICPMV_DECODERS[version]
+    g = Fields({**f.data, "model_type": decoder}, f.source)
+    layers, mtp, notes = build_minicpm(g) if decoder == "minicpm" else build_decoder(g)
+    return layers, mtp, (*notes, f"MiniCPM-V {version[0]}.{version[1]}: its language model is read as {decoder}")
