@@ -134,3 +134,34 @@ def test_minicpmv_without_a_version_is_2_0_or_2_5_as_vllm_guesses(write_config):
     assert any("2.5" in n for n in load_arch(write_config({**base, "hidden_size": 256})).notes)
     with pytest.raises(DecodescopeError, match="version"):
         load_arch(write_config({**base, "hidden_size": 256, "version": "3.1"}))
+
+
+STEP3 = CONFIGS / "vllm__Step3VLConfig-defaults.json"
+
+
+def test_step3_factorized_attention_and_its_counts():
+    """StepFun Step3 (vLLM's step3_text.py on its Step3TextConfig defaults: hidden 7168, 61 layers,
+    64 heads of 256, one K/V head, share_q_dim 2048, vocab 128,815 untied; layers 4-59 MoE of 48
+    experts of 5,120, top 3, + a shared expert of 5,120; the other 5 dense of 18,432). Attention a
+    layer: q_proj 2048 x 7168 = 14,680,064, k, v 2 x 256 x 7168 = 3,670,016, inter_norm 2,048, wq
+    16,384 x 2048 = 33,554,432, o 7168 x 16,384 = 117,440,512: 169,347,072; norms 2 x 7,168. Dense
+    MLP 3 x 7168 x 18432 = 396,361,728; MoE 48 x 3 x 7168 x 5120 + 3 x 7168 x 5120 + 48 x 7168
+    = 5,394,399,232. 61 x 169,361,408 + 5 x 396,361,728 + 56 x 5,394,399,232 + 2 x 128,815 x 7168
+    + 7168 = 316,294,538,240 (the card's 321B total less the vision encoder); active, 3 of 48
+    experts: 38,841,328,640 (the card's "38B activated")."""
+    a = load_arch(str(STEP3))
+    assert a.params_total == 316_294_538_240 and a.params_active == 38_841_328_640
+    assert [type(x.mlp).__name__ for x in a.layers[3:5]] == ["DenseMLP", "MoE"] and a.layers[60].mlp.__class__.__name__ == "DenseMLP"
+    # one K/V head of 256: 2 x 256 x 2 B a token a layer, whole on every GPU whatever the TP
+    attn = a.layers[0].mixer
+    assert attn.kv_bytes_per_token(1, 2) == 1024 and attn.num_key_value_heads == 1
+    shards = {t.name: t.shard for t in attn.tensors()}
+    assert (shards["q_proj"], shards["k_proj"], shards["wq"], shards["o_proj"]) == ("rep", "rep", "col", "row")
+
+
+def test_step3_reads_the_hubs_comma_separated_moe_layers(config_variant):
+    # the hub's config writes moe_layers_enum as one string, "4,5,...,59"
+    same = config_variant(STEP3, text_config={"moe_layers_enum": ",".join(map(str, range(4, 60)))})
+    assert load_arch(same).params_total == 316_294_538_240
+    with pytest.raises(DecodescopeError, match="moe_layers_enum"):
+        load_arch(config_variant(STEP3, text_config={"moe_layers_enum": "4,five"}))

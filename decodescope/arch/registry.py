@@ -138,6 +138,8 @@ FAMILIES = {
     "minicpm": _lazy("remote_decoders", "build_minicpm"),
     # MiniCPM-V 2-4.5 and MiniCPM-o: a language model picked by the config's version, as vLLM picks it
     **dict.fromkeys(("minicpmv", "minicpmo"), _lazy("remote_decoders", "build_minicpmv")),
+    # StepFun Step3 (321B-A38B): one shared K/V head, factorized queries, MoE beside a shared expert
+    **dict.fromkeys(("step3_text", "step3_vl"), _lazy("remote_decoders", "build_step3")),
     "chameleon": _lazy("mm_text", "build_chameleon"),  # Meta Chameleon / Anole: Llama + a LayerNorm per query / key head
 }
 

@@ -1,9 +1,13 @@
 """Decoders of hub models that run remote code (trust_remote_code) and name a model_type of their
-own: openbmb's MiniCPM 1-4 (minicpm) and MiniCPM-V / MiniCPM-o (minicpmv, minicpmo). Their layouts
-follow vLLM's model files (vllm/model_executor/models/minicpm.py, minicpmv.py), as transformers
-has no class to build them."""
+own: openbmb's MiniCPM 1-4 (minicpm), MiniCPM-V / MiniCPM-o (minicpmv, minicpmo) and StepFun's Step3
+(step3_text, step3_vl). Their layouts follow vLLM's model files (vllm/model_executor/models/
+minicpm.py, minicpmv.py, step3_text.py), as transformers has no class to build them."""
 
-from decodescope.arch.build import build_decoder
+from dataclasses import dataclass
+
+from decodescope.arch.blocks import Attention, DenseMLP, Layer, Tensor, norm_tensor
+from decodescope.arch.build import attention, build_decoder, moe
+from decodescope.arch.families import rename
 from decodescope.arch.fields import Fields
 from decodescope.errors import DecodescopeError
 
@@ -64,3 +68,48 @@ def build_minicpmv(f: Fields):
     g = Fields({**f.data, "model_type": decoder}, f.source)
     layers, mtp, notes = build_minicpm(g) if decoder == "minicpm" else build_decoder(g)
     return layers, mtp, (*notes, f"MiniCPM-V {version[0]}.{version[1]}: its language model is read as {decoder}")
+
+
+@dataclass(frozen=True)
+class FactorizedQueryAttention(Attention):
+    """Step3's multi-matrix factorization attention (Step3TextAttention): one K/V head for all query
+    heads; the query runs through a narrow shared projection (q_proj to share_q_dim, replicated
+    under TP, as are k_proj and v_proj), an RMSNorm (inter_norm), then wq out to the heads."""
+    share_q_dim: int = 0
+
+    def tensors(self) -> list[Tensor]:
+        h, d, q = self.hidden_size, self.head_dim, self.share_q_dim
+        heads = self.num_attention_heads * d
+        return [norm_tensor("input_layernorm", h), Tensor("q_proj", (q, h), "rep"), Tensor("k_proj", (d, h), "rep"),
+                Tensor("v_proj", (d, h), "rep"), norm_tensor("inter_norm", q), Tensor("wq", (heads, q), "col"),
+                Tensor("o_proj", (h, heads), "row")]
+
+
+def _step3_moe_layers(f: Fields, n: int) -> set[int]:
+    """moe_layers_enum ("4,5,...,59" in the hub's config, a list in vLLM's config class), else
+    every layer but the first (vLLM's default)."""
+    enum = f.data.get("moe_layers_enum")
+    if enum is None:
+        return set(range(1, n))
+    items = str(enum).split(",") if isinstance(enum, str) else enum if isinstance(enum, list) else None
+    try:
+        return {int(i) for i in items if str(i).strip()} & set(range(n))
+    except (TypeError, ValueError):
+        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
+                               "moe_layers_enum: comma-separated layer indices, e.g. \"4,5,6\"") from None
+
+
+def build_step3(f: Fields):
+    """StepFun Step3's language model (Step3TextForCausalLM): factorized-query attention with one
+    shared K/V head of head_dim (so a token caches 2 x head_dim values a layer, whole on every
+    GPU); moe_layers_enum layers run moe_num_experts experts (moe_top_k a token, a bias-free
+    router) beside a shared expert MLP of share_expert_dim, the others a dense MLP."""
+    f = rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
+    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    base = attention(f, num_key_value_heads=1, head_dim=f.need("head_dim", "Step3's attention"))
+    attn = FactorizedQueryAttention(**{k: getattr(base, k) for k in ("hidden_size", "num_attention_heads",
+                                                                     "num_key_value_heads", "head_dim")},
+                                    share_q_dim=f.need("share_q_dim", "Step3's attention"))
+    routed = moe(f, shared_expert_intermediate_size=f.need("share_expert_dim", "Step3's shared expert"))
+    dense, at = DenseMLP(h, f.need("intermediate_size")), _step3_moe_layers(f, n)
+    return [Layer("attention", attn, routed if i in at else dense) for i in range(n)], [], ()
