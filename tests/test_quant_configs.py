@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from decodescope.arch import load_arch
-from decodescope.errors import DecodescopeError
 from decodescope.model.quant_config import config_format
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -387,26 +386,3 @@ def test_a_negative_bit_width_is_one_clear_error(write_config, quant):
     # group_size -1 stays valid: 4 bits and one scale per output channel
     assert set(_bits(write_config, {"quant_method": "gptq", "bits": 4, "group_size": -1}).values()) == {4.0}
 
-
-# the quantization_config of bartowski/magnum-12b-v2.5-kto-exl2 (branch 4_25), as a public test quotes
-# it byte for byte (the converter's fields: exllamav2/conversion/compile.py writes bits, head_bits, calibration)
-EXL2_4_25 = {"quant_method": "exl2", "version": "0.1.8", "bits": 4.25, "head_bits": 6,
-             "calibration": {"rows": 115, "length": 2048, "dataset": "(default)"}}
-
-
-def test_exl2_reads_its_average_bits_and_head_bits(write_config):
-    """EXL2 at 4.25 bits on Llama-3.1-8B's shape: 32 layers x (q, o 2 x 16,777,216 + k, v 2 x 4,194,304
-    + MLP 3 x 4,096 x 14,336) = 6,979,321,856 linear weights at 4.25 bits = 3,707,764,736 B; the head
-    525,336,576 at 6 bits = 394,002,432 B; the embedding (525,336,576) and the norms (32 x 8,192 +
-    4,096 = 266,240) at 16 bits = 1,051,205,632 B: 5,152,972,800 B."""
-    cfg = json.loads((Path(__file__).parents[1] / "decodescope/arch/presets/meta-llama__Llama-3.1-8B.json").read_text())
-    path = write_config({**cfg, "quantization_config": EXL2_4_25})
-    r = subprocess.run([sys.executable, "-m", "decodescope", "model", path, "--gpu", "rtx-4090", "--json"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
-    assert out["memory"]["weights_bytes"] == 3_707_764_736 + 394_002_432 + 1_051_205_632 == 5_152_972_800
-    # EXL3 reads the same fields; a bit width past 16 is one clear error
-    assert _bits(write_config, {**EXL2_4_25, "quant_method": "exl3"})["down_proj"] == 4.25
-    with pytest.raises(DecodescopeError, match="head_bits"):
-        _bits(write_config, {**EXL2_4_25, "head_bits": 32})
