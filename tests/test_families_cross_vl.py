@@ -88,7 +88,12 @@ def test_mllama_layout_and_published_count():
     # with the vision tower and projector (895,028,755 in transformers): Meta's 10.6B
     assert (a.params_total + 895_028_755) / 1e9 == pytest.approx(10.6, abs=0.1)
     names = {t.name for t in a.layers[3].tensors()}
-    assert {"cross_attn_attn_gate", "cross_attn_mlp_gate", "q_norm", "k_norm"} <= names
+    assert {"cross_attn_attn_gate", "cross_attn_mlp_gate", "q_norm"} <= names
+    # k_proj, v_proj and k_norm made the request's cross K/V once: held and counted, not read in
+    # decode: 8 cross layers x (2 x 1024 x 4096 + 128) = 67,109,888 parameters not active, besides
+    # the embedding's 8 extra rows (an input table, 8 x 4096)
+    assert {t.name for t in a.layers[3].idle} == {"k_proj", "v_proj", "k_norm"}
+    assert a.params_total - a.params_active == 8 * (2 * 1024 * 4096 + 128) + 8 * 4096
 
 
 def test_mllama_cross_kv_held_per_request_and_read_per_pass():

@@ -18,7 +18,8 @@ class CrossAttention(PooledKV):
     """Mllama's cross-attention (MllamaTextCrossAttention): text queries attend to the image
     tokens' K and V, projected once per request from the vision encoder's output and kept for
     the whole request; per-head RMSNorms on q and k, no rotary. Its cache is `image_tokens`
-    rows whatever the context, and it holds no self-attention KV."""
+    rows whatever the context, and it holds no self-attention KV. A decode pass reads only the
+    query side and o_proj: k_proj, v_proj and k_norm made the cached K/V once (`idle`)."""
     hidden_size: int
     num_attention_heads: int
     num_key_value_heads: int
@@ -27,11 +28,15 @@ class CrossAttention(PooledKV):
     kernels = 7  # norm, q GEMM, q-norm, attention, o GEMM, gate, residual
 
     def tensors(self) -> list[Tensor]:
-        h, d, kv = self.hidden_size, self.head_dim, self.num_key_value_heads
+        h, d = self.hidden_size, self.head_dim
         return [norm_tensor("input_layernorm", h), Tensor("q_proj", (self.num_attention_heads * d, h), "col"),
-                Tensor("k_proj", (kv * d, h), "kv", kv_heads=kv), Tensor("v_proj", (kv * d, h), "kv", kv_heads=kv),
-                Tensor("o_proj", (h, self.num_attention_heads * d), "row"),
-                norm_tensor("q_norm", d), norm_tensor("k_norm", d)]
+                Tensor("o_proj", (h, self.num_attention_heads * d), "row"), norm_tensor("q_norm", d)]
+
+    @property
+    def idle(self) -> tuple[Tensor, ...]:
+        h, d, kv = self.hidden_size, self.head_dim, self.num_key_value_heads
+        return (Tensor("k_proj", (kv * d, h), "kv", kv_heads=kv), Tensor("v_proj", (kv * d, h), "kv", kv_heads=kv),
+                norm_tensor("k_norm", d))
 
     def kv_cache_bytes(self, context: int, dtype_bytes: float, tp: int) -> float:
         """One request's cross cache on one GPU: its share of the KV heads (at least one)."""
@@ -82,12 +87,13 @@ def build_mllama(f: Fields):
     mlp = DenseMLP(h, f.need("intermediate_size"))
     gates = (Tensor("cross_attn_attn_gate", (1,), "rep", linear=False),
              Tensor("cross_attn_mlp_gate", (1,), "rep", linear=False))
-    layers = [Layer("cross_attention", cross, mlp, gates) if i in cross_at else Layer("attention", self_attn, mlp)
+    layers = [Layer("cross_attention", cross, mlp, gates, idle=cross.idle) if i in cross_at
+              else Layer("attention", self_attn, mlp)
               for i in range(n)]
     per_layer = 2 * tokens * self_attn.num_key_value_heads * self_attn.head_dim  # K and V values
     notes = (f"cross-attention layers hold the image tokens' K/V, one image per request: {tokens} tokens from "
              f"{geometry}, {per_layer} values per layer per request whatever the context, split by TP as the "
-             "KV heads; their k/v projections run once per request but are charged every pass",)
+             "KV heads; their k/v projections run once per request, not in decode passes",)
     return layers, [], notes, (Tensor("embed_tokens.extra_rows", (8, h), "vocab", linear=False),)
 
 
