@@ -79,6 +79,7 @@ INNER_FIELDS = sorted({k for c in WRAPPERS for k in _inner(c)})
          edits={"num_global_key_value_heads": 0})
 @example(base=next(c for c in WRAPPERS if c.get("architectures") == ["Gemma4ForConditionalGeneration"]),
          edits={"global_head_dim": -1280})
+@example(base=next(c for c in WRAPPERS if c.get("model_type") == "step3_vl"), edits={"share_q_dim": -24344})
 def test_any_field_of_a_nested_language_model_gives_an_answer_or_one_clear_error(base, edits):
     data = json.loads(json.dumps(base))
     _inner(data).update(edits)

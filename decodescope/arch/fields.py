@@ -18,7 +18,7 @@ INT_RANGES = {
                      "qk_rope_head_dim", "v_head_dim", "head_dim", "global_head_dim", "attention_head_dim", "kv_channels",
                      "linear_key_head_dim", "linear_value_head_dim", "mamba_head_dim", "ssm_state_size",
                      "swa_head_dim", "swa_v_head_dim", "o_lora_rank", "dense_intermediate_size", "sparse_block_size",
-                     "sparse_index_dim", "share_expert_dim", "expert_ffn_hidden_size", "laurel_rank",
+                     "sparse_index_dim", "share_expert_dim", "share_q_dim", "expert_ffn_hidden_size", "laurel_rank",
                      "mamba_d_head", "mamba_d_state", "mamba_d_ssm", "mamba_dt_rank", "index_head_dim",
                      "moe_num_shared_experts_size", "shared_intermediate_size", "time_step_rank", "state_size"), _SIZE),
     **dict.fromkeys(("vocab_size", "padded_vocab_size"), (1, 1 << 23)),
