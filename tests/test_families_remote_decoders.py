@@ -165,3 +165,21 @@ def test_step3_reads_the_hubs_comma_separated_moe_layers(config_variant):
     assert load_arch(same).params_total == 316_294_538_240
     with pytest.raises(DecodescopeError, match="moe_layers_enum"):
         load_arch(config_variant(STEP3, text_config={"moe_layers_enum": "4,five"}))
+
+
+def test_deepseek_moe_v1_is_mha_over_deepseeks_experts(write_config):
+    """DeepSeekMoE 16B (model_type deepseek, remote code; vLLM's deepseek.py: LlamaAttention-style
+    MHA and DeepseekMoE): the routing fields its config pins (hidden 2048, 64 routed experts of
+    1408, 6 a token, 2 shared, softmax, first_k_dense_replace 1) with its 28 layers of 16 heads,
+    dense MLP 10944, vocab 102400 untied. A layer: attention 4 x 2048^2 = 16,777,216 + norms 4,096;
+    layer 0 MLP 3 x 2048 x 10944 = 67,239,936; a MoE layer 64 x 3 x 2048 x 1408 + 2 x 3 x 2048 x 1408
+    + router 64 x 2048 = 571,080,704. 28 x 16,781,312 + 67,239,936 + 27 x 571,080,704 + 2 x 102,400
+    x 2048 + 2048 = 16,375,728,128 (the card's 16.4B); 6 + 2 experts a token: 2,828,650,496 (2.8B)."""
+    cfg = {"architectures": ["DeepseekForCausalLM"], "model_type": "deepseek", "hidden_size": 2048,
+           "intermediate_size": 10944, "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 16,
+           "vocab_size": 102400, "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2,
+           "moe_intermediate_size": 1408, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+           "scoring_func": "softmax", "norm_topk_prob": False, "tie_word_embeddings": False}
+    a = load_arch(write_config(cfg))
+    assert (a.params_total, a.params_active) == (16_375_728_128, 2_828_650_496)
+    assert a.layers[1].mixer.num_key_value_heads == 16 and type(a.layers[1].mixer).__name__ == "Attention"

@@ -27,9 +27,10 @@ def build_glm_ocr(f: Fields):
     return layers, nextn_mtp(f, layers[-1]), notes
 
 
-def build_deepseek_ocr(f: Fields):
-    """DeepSeek-OCR 2 (deepseek_ocr2_text), Baidu's Unlimited-OCR (unlimited_ocr_text), and
-    DeepSeek-OCR / DeepSeek-VL2-Tiny (deepseek_vl_v2 with use_mla false, registry._deepseek_v2):
+def build_deepseek_mha(f: Fields):
+    """DeepSeek-OCR 2 (deepseek_ocr2_text), Baidu's Unlimited-OCR (unlimited_ocr_text), DeepSeek-OCR /
+    DeepSeek-VL2-Tiny (deepseek_vl_v2 with use_mla false, registry._deepseek_v2) and DeepSeekMoE
+    16B (deepseek: vLLM's deepseek.py, the same MHA over DeepSeek's experts):
     LlamaAttention (MHA, no MLA) and DeepseekV2Moe / DeepseekV2MLP per mlp_layer_types
     ("dense" / "sparse", or first_k_dense_replace): routed experts of moe_intermediate_size,
     n_shared_experts merged into one shared MLP, a bias-free softmax router."""

@@ -34,7 +34,7 @@ def _deepseek_v2(f: Fields):
     """DeepSeek-V2 as the remote code of DeepSeek-VL2 and DeepSeek-OCR builds it: MLA, or where
     use_mla is false (DeepSeek-OCR, DeepSeek-VL2-Tiny) MHA over the same MoE, DeepSeek-OCR 2's
     decoder. Text DeepSeek-V2 configs name no use_mla: DeepseekV2Config's default is MLA."""
-    return (build_deepseek if f.get("use_mla", default=True) else _lazy("mm_text", "build_deepseek_ocr"))(f)
+    return (build_deepseek if f.get("use_mla", default=True) else _lazy("mm_text", "build_deepseek_mha"))(f)
 
 FAMILIES = {
     **dict.fromkeys(("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text",
@@ -129,9 +129,10 @@ FAMILIES = {
     "diffllama": _lazy("older", "build_diffllama"),  # differential attention: Llama's tensors + four lambda vectors per layer
     "bitnet": _lazy("older", "build_bitnet"),  # Microsoft BitNet b1.58: Llama + sub-norms before o_proj and down_proj
     "doge": _lazy("older", "build_doge"),  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
-    # DeepSeek-OCR 2 and Unlimited-OCR: Llama attention with DeepSeek-V2's MoE (shared experts, mlp_layer_types)
-    **dict.fromkeys(("deepseek_ocr2", "deepseek_ocr2_text", "unlimited_ocr", "unlimited_ocr_text"),
-                    _lazy("mm_text", "build_deepseek_ocr")),
+    # DeepSeek-OCR 2, Unlimited-OCR and DeepSeekMoE (v1, remote code's model_type deepseek): Llama
+    # attention with DeepSeek-V2's MoE (shared experts, mlp_layer_types or first_k_dense_replace)
+    **dict.fromkeys(("deepseek_ocr2", "deepseek_ocr2_text", "unlimited_ocr", "unlimited_ocr_text", "deepseek"),
+                    _lazy("mm_text", "build_deepseek_mha")),
     **dict.fromkeys(("molmo2", "molmo2_text"), _lazy("mm_text", "build_molmo2")),  # Ai2 Molmo 2: OLMo-style attention, extra vocabulary rows
     **dict.fromkeys(("glm_ocr", "glm_ocr_text"), _lazy("mm_text", "build_glm_ocr")),  # GLM-OCR: GLM-4.1V's layers, unbiased q/k/v, an MTP layer
     # openbmb MiniCPM 1-4 and MiniCPM-MoE-8x2B (remote code): Llama's tensors with muP scalars
