@@ -229,3 +229,10 @@ def test_fp8_lever_uses_fp8_tensor_rate_where_the_gpu_has_it():
     # compute-bound at batch 1024: layers at fp8's twice the FLOP/s, the LM head stays bf16
     layers, head = arch.params_layers_total, arch.lm_head.params
     assert fp8 == pytest.approx(bf16 * (layers / 2 + head) / (layers + head), rel=0.01)
+
+
+def test_the_kv_cache_takes_the_checkpoints_16_bit_dtype():
+    # kv_cache_dtype "auto" (vLLM, SGLang) caches in the model's dtype: Llama-2's config says
+    # float16, Llama-3.1's bfloat16; the bytes are the same 2 a value, the label follows the config
+    assert make_deployment(load_arch("llama-2-7b"), "h100").kv_dtype == "fp16"
+    assert make_deployment(load_arch("llama-3.1-8b"), "h100").kv_dtype == "bf16"

@@ -39,8 +39,12 @@ def make_deployment(arch: Arch, gpu: str, *, tp: int = 1, pp: int = 1, ep: int =
 
 
 def _config_kv(arch: Arch) -> str:
+    """The checkpoint's KV-cache scheme, else its 16-bit dtype (vLLM's and SGLang's
+    kv_cache_dtype "auto": the model's dtype; FP8 checkpoints compute, and cache, in bf16)."""
     scheme = (arch.quantization or {}).get("kv_cache_scheme") or {}
-    return "fp8" if scheme.get("num_bits") == 8 and scheme.get("type") == "float" else "bf16"
+    if scheme.get("num_bits") == 8 and scheme.get("type") == "float":
+        return "fp8"
+    return "fp16" if arch.dtype == "fp16" else "bf16"
 
 
 __all__ = ["Deployment", "Spec", "WeightFormat", "Prediction", "predict", "make_deployment",
