@@ -183,3 +183,15 @@ def test_deepseek_moe_v1_is_mha_over_deepseeks_experts(write_config):
     a = load_arch(write_config(cfg))
     assert (a.params_total, a.params_active) == (16_375_728_128, 2_828_650_496)
     assert a.layers[1].mixer.num_key_value_heads == 16 and type(a.layers[1].mixer).__name__ == "Attention"
+
+
+def test_qwen_v1_is_qwen2s_tensors_with_half_width_mlp_fields():
+    """Qwen-7B (model_type qwen; modeling_qwen.py QWenBlock): hidden 4096, 32 layers of 32 heads of
+    kv_channels 128, vocab 151936 untied. A layer: c_attn 3 x 4096 x 4096 + its bias 3 x 4096 =
+    50,343,936; c_proj 16,777,216; w1, w2 2 x 11,008 x 4096 (intermediate_size 22016 / 2) =
+    90,177,536; mlp.c_proj 45,088,768; ln_1, ln_2 8,192: 202,395,648. 32 layers 6,476,660,736
+    + wte and lm_head 2 x 622,329,856 + ln_f 4,096 = 7,721,324,544 (the hub lists Qwen-7B at 7.72B)."""
+    a = load_arch(str(CONFIGS / "Qwen__Qwen-7B.json"))
+    assert a.params_total == 7_721_324_544
+    shapes = {t.name: t.shape for t in a.layers[0].tensors()}
+    assert shapes["q_proj.bias"] == (4096,) and "o_proj.bias" not in shapes

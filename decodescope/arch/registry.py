@@ -141,6 +141,7 @@ FAMILIES = {
     **dict.fromkeys(("minicpmv", "minicpmo"), _lazy("remote_decoders", "build_minicpmv")),
     # StepFun Step3 (321B-A38B): one shared K/V head, factorized queries, MoE beside a shared expert
     **dict.fromkeys(("step3_text", "step3_vl"), _lazy("remote_decoders", "build_step3")),
+    "qwen": _lazy("remote_decoders", "build_qwen_v1"),  # Qwen v1 (QWenLMHeadModel): Qwen2's tensors, w1 / w2 half of intermediate_size
     "chameleon": _lazy("mm_text", "build_chameleon"),  # Meta Chameleon / Anole: Llama + a LayerNorm per query / key head
 }
 

@@ -1,6 +1,6 @@
 """Decoders of hub models that run remote code (trust_remote_code) and name a model_type of their
-own: openbmb's MiniCPM 1-4 (minicpm), MiniCPM-V / MiniCPM-o (minicpmv, minicpmo) and StepFun's Step3
-(step3_text, step3_vl). Their layouts follow vLLM's model files (vllm/model_executor/models/
+own: openbmb's MiniCPM 1-4 (minicpm), MiniCPM-V / MiniCPM-o (minicpmv, minicpmo), StepFun's Step3
+(step3_text, step3_vl) and Qwen v1 (qwen). Their layouts follow vLLM's model files (vllm/model_executor/models/
 minicpm.py, minicpmv.py, step3_text.py), as transformers has no class to build them."""
 
 from dataclasses import dataclass
@@ -113,3 +113,13 @@ def build_step3(f: Fields):
     routed = moe(f, shared_expert_intermediate_size=f.need("share_expert_dim", "Step3's shared expert"))
     dense, at = DenseMLP(h, f.need("intermediate_size")), _step3_moe_layers(f, n)
     return [Layer("attention", attn, routed if i in at else dense) for i in range(n)], [], ()
+
+
+def build_qwen_v1(f: Fields):
+    """Qwen (v1: Qwen-1.8B / 7B / 14B / 72B, model_type qwen, QWenLMHeadModel): Qwen2's tensors
+    under other names. c_attn is q, k and v of all heads with one bias (Qwen2's biased q/k/v), no
+    bias on c_proj; its MLP's w1 and w2 are each intermediate_size / 2 wide (modeling_qwen.py:
+    ff_dim_in = intermediate_size // 2), c_proj back; kv_channels is the head size."""
+    g = {**f.data, "model_type": "qwen2", "intermediate_size": f.need("intermediate_size") // 2,
+         "head_dim": f.get("kv_channels", "head_dim")}
+    return build_decoder(Fields({k: v for k, v in g.items() if v is not None}, f.source))
