@@ -9,7 +9,7 @@ from dataclasses import replace
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, Mamba1, Mamba2, MoE, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, _gdn, attention, decoder_mlp, moe, nextn_mtp, state_dtype
 from decodescope.arch.fields import Fields, check_int
-from decodescope.arch.layouts import per_layer_words
+from decodescope.arch.layouts import moe_layers_enum, per_layer_words
 from decodescope.errors import DecodescopeError
 
 
@@ -213,15 +213,8 @@ def build_kimi_linear(f: Fields):
 def _step_moe_layers(f: Fields, n: int) -> set[int]:
     if f.data.get("mlp_layer_types") is not None:  # as transformers 5 writes it: "sparse" / "dense" per layer
         return {i for i, t in enumerate(per_layer_words(f, "mlp_layer_types", n, ("sparse", "dense"))) if t == "sparse"}
-    enum = f.data.get("moe_layers_enum")
-    if enum is None:  # the trimmed configs: DeepSeek's first_k_dense_replace
-        return set(range(f.get("first_k_dense_replace", default=0), n))
-    try:
-        layers = {int(x) for x in str(enum).split(",") if x.strip()}
-    except ValueError:
-        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
-                               "moe_layers_enum: comma-separated layer indices, e.g. \"3,4,5\"") from None
-    return {i for i in layers if 0 <= i < n}
+    at = moe_layers_enum(f, n)  # absent in the trimmed configs: DeepSeek's first_k_dense_replace
+    return set(range(f.get("first_k_dense_replace", default=0), n)) if at is None else at
 
 
 def build_step3p5(f: Fields):

@@ -5,6 +5,20 @@ from decodescope.arch.fields import Fields, check_int
 from decodescope.errors import DecodescopeError
 
 
+def moe_layers_enum(f: Fields, n: int) -> set[int] | None:
+    """StepFun's moe_layers_enum, the MoE layers' numbers: "4,5,...,59" in the hub's configs, a
+    list in vLLM's config class; None where absent. Numbers past the layers are dropped."""
+    enum = f.data.get("moe_layers_enum")
+    if enum is None:
+        return None
+    items = enum.split(",") if isinstance(enum, str) else enum if isinstance(enum, list) else None
+    try:
+        return {int(i) for i in items if str(i).strip()} & set(range(n))
+    except (TypeError, ValueError):
+        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
+                               "moe_layers_enum: comma-separated layer indices, e.g. \"3,4,5\"") from None
+
+
 def per_layer_words(f: Fields, key: str, n: int, known) -> list[str]:
     """`key`: one of the `known` words per layer, n layers (the lists transformers 5 writes)."""
     words = f.list_(key, str)

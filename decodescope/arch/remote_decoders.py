@@ -6,9 +6,10 @@ minicpm.py, minicpmv.py, step3_text.py), as transformers has no class to build t
 from dataclasses import dataclass
 
 from decodescope.arch.blocks import Attention, DenseMLP, Layer, Tensor, norm_tensor
-from decodescope.arch.build import attention, build_decoder, moe
+from decodescope.arch.build import build_decoder, moe
 from decodescope.arch.families import rename
 from decodescope.arch.fields import Fields
+from decodescope.arch.layouts import moe_layers_enum
 from decodescope.errors import DecodescopeError
 
 # InfLLM v2 (MiniCPM4's sparse_config) fields a note names: tokens per block, blocks picked
@@ -85,20 +86,6 @@ class FactorizedQueryAttention(Attention):
                 Tensor("o_proj", (h, heads), "row")]
 
 
-def _step3_moe_layers(f: Fields, n: int) -> set[int]:
-    """moe_layers_enum ("4,5,...,59" in the hub's config, a list in vLLM's config class), else
-    every layer but the first (vLLM's default)."""
-    enum = f.data.get("moe_layers_enum")
-    if enum is None:
-        return set(range(1, n))
-    items = str(enum).split(",") if isinstance(enum, str) else enum if isinstance(enum, list) else None
-    try:
-        return {int(i) for i in items if str(i).strip()} & set(range(n))
-    except (TypeError, ValueError):
-        raise DecodescopeError(f"{f.source}: moe_layers_enum {str(enum)[:40]!r} is not a list of layer numbers",
-                               "moe_layers_enum: comma-separated layer indices, e.g. \"4,5,6\"") from None
-
-
 def build_step3(f: Fields):
     """StepFun Step3's language model (Step3TextForCausalLM): factorized-query attention with one
     shared K/V head of head_dim (so a token caches 2 x head_dim values a layer, whole on every
@@ -106,12 +93,13 @@ def build_step3(f: Fields):
     router) beside a shared expert MLP of share_expert_dim, the others a dense MLP."""
     f = rename(f, {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"})
     n, h = f.need("num_hidden_layers"), f.need("hidden_size")
-    base = attention(f, num_key_value_heads=1, head_dim=f.need("head_dim", "Step3's attention"))
-    attn = FactorizedQueryAttention(**{k: getattr(base, k) for k in ("hidden_size", "num_attention_heads",
-                                                                     "num_key_value_heads", "head_dim")},
-                                    share_q_dim=f.need("share_q_dim", "Step3's attention"))
+    why = "Step3's attention"
+    attn = FactorizedQueryAttention(h, f.need("num_attention_heads", why), 1, f.need("head_dim", why),
+                                    share_q_dim=f.need("share_q_dim", why))
     routed = moe(f, shared_expert_intermediate_size=f.need("share_expert_dim", "Step3's shared expert"))
-    dense, at = DenseMLP(h, f.need("intermediate_size")), _step3_moe_layers(f, n)
+    at = moe_layers_enum(f, n)
+    at = set(range(1, n)) if at is None else at  # vLLM's default: every layer but the first
+    dense = DenseMLP(h, f.need("intermediate_size"))
     return [Layer("attention", attn, routed if i in at else dense) for i in range(n)], [], ()
 
 
