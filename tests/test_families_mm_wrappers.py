@@ -163,3 +163,25 @@ def test_qwen2_5_omni_head_follows_the_thinkers_flag(write_config):
 @pytest.mark.parametrize("cls", ["GraniteDoclingConfig", "PaddleOCRVLConfig"])
 def test_tied_wrappers(cls):
     assert load_arch(str(_defaults(cls))).tie_word_embeddings
+
+
+def test_exaone4_5_reads_its_text_config_as_exaone4(write_config):
+    """EXAONE 4.5's hub config names its language model exaone4_5_text, which transformers 5.24
+    reads as exaone4 (Exaone4_5_Config.__post_init__). EXAONE-4.5-33B's shape: h 5120, 64 layers,
+    40 query heads of 128, 8 KV heads, intermediate 27392, vocab 153600, untied.
+    A layer: q and o 2 x 5120^2 = 52,428,800; k and v 2 x 1024 x 5120 = 10,485,760; q_norm and
+    k_norm 2 x 128; MLP 3 x 5120 x 27392 = 420,741,120; post-attention and post-feedforward norms
+    2 x 5120 -> 483,666,176 x 64 = 30,954,635,264; + embedding and head 2 x 153600 x 5120 =
+    1,572,864,000 + final norm 5120 = 32,527,504,384 (the same as transformers' Exaone4ForCausalLM
+    on the meta device for these fields)."""
+    text = {"model_type": "exaone4_5_text", "architectures": ["Exaone4ForCausalLM"], "hidden_size": 5120,
+            "intermediate_size": 27392, "num_hidden_layers": 64, "num_attention_heads": 40,
+            "num_key_value_heads": 8, "vocab_size": 153600, "max_position_embeddings": 262144,
+            "sliding_window": 4096, "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+    cfg = {"model_type": "exaone4_5", "architectures": ["Exaone4_5_ForConditionalGeneration"],
+           "tie_word_embeddings": False, "vocab_size": 153600, "text_config": text,
+           "vision_config": {"model_type": "exaone4_5_vision", "depth": 32, "hidden_size": 2048}}
+    text["layer_types"] = text["layer_types"] * 16
+    a = load_arch(write_config(cfg))
+    assert a.params_total == 32_527_504_384
+    assert sum(layer.mixer.sliding_window == 4096 for layer in a.layers) == 48

@@ -185,6 +185,9 @@ SAME_AS = {
     # is Ernie4_5DecoderLayer); its hub config.json is flat, model_type paddleocr_vl at the top
     **dict.fromkeys(("paddleocr_vl", "paddleocr_vl_text"), "ernie4_5"),
     **dict.fromkeys(("hunyuan_vl", "hunyuan_vl_text"), "hunyuan_v1_dense"),  # HunyuanOCR: Hunyuan dense, xdrope
+    # EXAONE 4.5: the hub's text_config says exaone4_5_text, which Exaone4_5_Config's __post_init__
+    # reads as exaone4 (transformers 5.24 configuration_exaone4_5.py)
+    **dict.fromkeys(("exaone4_5", "exaone4_5_text"), "exaone4"),
     # Granite Vision 4 / Granite-Docling (transformers' granite_docling): GraniteModel under text_config
     **dict.fromkeys(("granite4_vision", "granite4_vision_text", "granite_docling", "granite_docling_text"), "granite"),
     # NVIDIA Cosmos3-Edge: Llama attention and an ungated ReLU^2 MLP (fc1 / fc2), Arcee's tensors
