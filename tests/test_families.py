@@ -187,8 +187,8 @@ def test_sparse_attention_reads_topk_latents_and_all_index_keys():
 
 def test_unsupported_family_keeps_a_clear_message(write_config):
     from decodescope.errors import DecodescopeError
-    p = write_config({"model_type": "rwkv7", "architectures": ["Rwkv7ForCausalLM"], "hidden_size": 8})
-    with pytest.raises(DecodescopeError, match="model_type='rwkv7'.*not supported"):
+    p = write_config({"model_type": "blt", "architectures": ["BltForCausalLM"], "hidden_size": 8})
+    with pytest.raises(DecodescopeError, match="model_type='blt'.*not supported"):
         load_arch(p)
 
 

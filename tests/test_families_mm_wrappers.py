@@ -185,3 +185,27 @@ def test_exaone4_5_reads_its_text_config_as_exaone4(write_config):
     a = load_arch(write_config(cfg))
     assert a.params_total == 32_527_504_384
     assert sum(layer.mixer.sliding_window == 4096 for layer in a.layers) == 48
+
+
+def test_a_nested_config_takes_its_class_defaults_where_it_names_none():
+    """llava-hf/llava-1.5-7b-hf's text_config names only max_position_embeddings, rms_norm_eps and
+    vocab_size (32064): transformers wrote it as a diff against LlamaConfig, whose defaults (hidden
+    4096, intermediate 11008, 32 layers, 32 heads, MHA) are Vicuna-7B's. Llama-2-7B's 6,738,415,616
+    with a vocabulary of 32,064 in place of 32,000, embedding and untied head: 6,738,415,616 +
+    2 x 64 x 4096 = 6,738,939,904."""
+    a = load_arch(str(CONFIGS / "llava-hf__llava-1.5-7b-hf.json"))
+    assert a.params_total == 6_738_939_904
+    m = a.layers[0].mixer  # MHA: Llama's num_key_value_heads default None is num_attention_heads
+    assert (len(a.layers), m.num_attention_heads, m.num_key_value_heads, m.head_dim) == (32, 32, 32, 128)
+
+
+def test_class_defaults_never_override_what_a_config_names(write_config):
+    """Mistral's class default sliding_window (4096) fills a text_config that names none; one that
+    says null keeps full attention; a wrapper-level field wins over the class default."""
+    text = {"model_type": "mistral", "vocab_size": 32064, "num_hidden_layers": 2}
+    windowed = load_arch(write_config({"model_type": "llava_next", "text_config": text}, "a.json"))
+    assert {layer.mixer.sliding_window for layer in windowed.layers} == {4096}
+    full = load_arch(write_config({"model_type": "llava_next", "text_config": {**text, "sliding_window": None}}, "b.json"))
+    assert {layer.mixer.sliding_window for layer in full.layers} == {None}
+    wide = load_arch(write_config({"model_type": "llava_next", "hidden_size": 2048, "text_config": text}, "c.json"))
+    assert wide.layers[0].mixer.hidden_size == 2048

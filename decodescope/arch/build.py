@@ -7,6 +7,7 @@ from decodescope.arch.blocks import MLA, Attention, DenseMLP, GatedDeltaNet, Lay
 from decodescope.arch.config import RawConfig
 from decodescope.arch.fields import Fields
 from decodescope.arch.layouts import per_layer_words
+from decodescope.arch.text_defaults import TEXT_DEFAULTS
 from decodescope.errors import DecodescopeError
 
 STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -51,7 +52,10 @@ def text_fields(raw: RawConfig) -> Fields:
     if not isinstance(text, dict):
         raise DecodescopeError(f"{raw.source}: {key or 'thinker_config.text_config'} is not a JSON object",
                                f"fix {key or 'thinker_config.text_config'}")
-    data = {k: v for k, v in raw.data.items() if not k.endswith("vision_config")}
+    # the nested config's class defaults where it names none (text_defaults.py)
+    mt = text.get("model_type")
+    data = {**(TEXT_DEFAULTS.get(mt, {}) if isinstance(mt, str) else {}),
+            **{k: v for k, v in raw.data.items() if not k.endswith("vision_config")}}
     data.update(text)
     if not key and thinker.get("tie_word_embeddings") is not None:
         # the thinker ties its head by its own flag, not its text_config's (Qwen2.5-Omni's class
