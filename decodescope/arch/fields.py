@@ -56,6 +56,8 @@ INT_RANGES = {
     "loop_gate_rank": _SIZE,
     # the linear-attention layers transformers 5 writes apart (Kimi Linear, Ling 3.0) and Ling's MLA period
     "linear_head_dim": _SIZE, "linear_num_heads": _COUNT, "layer_group_size": _COUNT,
+    # Snowflake Arctic's MoE period and DeepSpeed FP bits, PLaMo 2's Mamba period and head width
+    "moe_layer_frequency": _COUNT, "q_bits": (4, 16), "mamba_step": (2, 1 << 12), "hidden_size_per_head": _SIZE,
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),
     **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer"), (1, 1024)),

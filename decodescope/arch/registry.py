@@ -115,7 +115,13 @@ FAMILIES = {
     **dict.fromkeys(("muse_glimmer", "muse_glimmer_text"), _lazy("cross_vl", "build_muse_glimmer")),
     **dict.fromkeys(("muse_spark", "muse_spark_text"), _lazy("cross_vl", "build_muse_spark")),
     "dory": _lazy("dory", "build_dory"),  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
+    "internlm": _lazy("remote_classic", "build_internlm"),  # InternLM v1: Llama with q/k/v/o biases (bias)
+    "telechat": _lazy("remote_classic", "build_telechat"),  # TeleChat / TeleChat2: n_layer / n_head names, o_proj and down_proj biased
     "axk2": _lazy("axk2", "build_axk2"),  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
+    "arctic": _lazy("remote_moe_hybrid", "build_arctic"),  # Snowflake Arctic: a dense residual MLP beside 128 experts
+    # xAI Grok-1 and Grok-2 (whose hub config says model_type git; read as Grok only with architectures Grok1ForCausalLM)
+    **dict.fromkeys(("grok-1", "git"), _lazy("remote_moe_hybrid", "build_grok")),
+    "plamo2": _lazy("remote_moe_hybrid", "build_plamo2"),  # PFN PLaMo 2: Mamba layers between GQA attention layers
     "aria_text": _lazy("north_aria", "build_aria"),  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
     # Thinking Machines Inkling: relative-bias attention with short convs on k, v and both sublayers' outputs
     **dict.fromkeys(("inkling_text", "inkling_mm_model"), _lazy("inkling", "build_inkling")),
@@ -152,6 +158,7 @@ SAME_AS = {
     "helium": "llama",  # Kyutai Helium
     "cwm": "llama",  # Meta Code World Model: Llama 3 with sliding layers in layer_types
     "iquestcoder": "llama",
+    "aquila": "llama",  # BAAI Aquila / Aquila2 (remote code): vLLM runs AquilaForCausalLM as LlamaForCausalLM
     "vaultgemma": "llama",  # two norms per layer (not Gemma 2's four), head_dim 256, tied head
     "apertus1p5_text": "apertus",
     "sarvam_mla": "deepseek_v3",  # MLA + DeepSeek-style MoE
@@ -210,7 +217,13 @@ TIED_BY_DEFAULT = frozenset((
     "bloom", "cohere", "cohere2", "cohere2_moe", "cohere_compass", "cohere_compass_text", "gemma", "gemma2", "gemma3",
     "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified_text", "gpt2", "gpt_bigcode",
     "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm", "minicpm3", "mpt", "opt", "recurrent_gemma", "starcoder2",
-    "vaultgemma", "zamba", "zamba2", "zaya"))
+    "vaultgemma", "zamba", "zamba2", "zaya",
+    # remote code whose configs name no tie_word_embeddings: PretrainedConfig's default ties the head
+    # (telechat-7B's and plamo-2-1b's checkpoints hold no lm_head; Grok-1 decodes through its
+    # input embedding, InOutEmbed in xai-org/grok-1's model.py)
+    "telechat", "plamo2", "grok-1"))
+# configs that name no model_type, read by their architectures (hpcai-tech/grok-1's config.json)
+TYPE_BY_ARCHITECTURE = {"Grok1ModelForCausalLM": "grok-1"}
 
 
 # the top-level keys of the parts a multimodal config runs on images or audio, never on decoded
@@ -240,10 +253,16 @@ def _older_modelopt(quant):
     return {**quant, "quant_method": quant.get("quant_method") or "modelopt", "kv_cache_scheme": kv}
 
 
+def _type_by_architecture(f: Fields) -> str:
+    archs = f.get("architectures", default=[])
+    return next((TYPE_BY_ARCHITECTURE[a] for a in archs if a in TYPE_BY_ARCHITECTURE), "") if isinstance(archs, list) else ""
+
+
 def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
-    mt = f.str_("model_type")
+    mt = f.str_("model_type") or _type_by_architecture(f)
+    f = Fields({**f.data, "model_type": mt}, f.source)
     tie_default, same_note = mt in TIED_BY_DEFAULT, ()
     if mt in SAME_AS:
         same_note = (f"model_type {mt}: built as {SAME_AS[mt]}, the same decoder tensor for tensor",)
