@@ -129,6 +129,9 @@ FAMILIES = {
     **dict.fromkeys(("inkling2_loop_text", "inkling2_loop"), _lazy("inkling", "build_inkling2_loop")),  # Inkling 2 with layers looped (Layer.reuses)
     "recurrent_gemma": _lazy("recurrent", "build_recurrent_gemma"),  # Google RecurrentGemma (Griffin): RG-LRU blocks and local attention
     "hrm_text": _lazy("recurrent", "build_hrm_text"),  # Sapient HRM-Text: an L and an H stack run in loops (Layer.reuses)
+    "xlstm": _lazy("recurrent2", "build_xlstm"),  # NX-AI xLSTM (xLSTM-7b): mLSTM blocks with a matrix memory per head, no KV cache
+    "rwkv7": _lazy("recurrent2", "build_rwkv7"),  # RWKV-7 "Goose" (fla's RWKV7Config): time-mix with a wkv state per head, LoRA gates
+    "rwkv": _lazy("recurrent2", "build_rwkv"),  # RWKV-4 (transformers' RwkvForCausalLM): time-mix WKV state, channel-mix
     "gpt_neo": _lazy("older", "build_gpt_neo"),  # EleutherAI GPT-Neo: global and local (windowed) attention alternating
     "persimmon": _lazy("older", "build_persimmon"),  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
     "jetmoe": _lazy("older", "build_jetmoe"),  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
