@@ -386,3 +386,20 @@ def test_a_negative_bit_width_is_one_clear_error(write_config, quant):
     # group_size -1 stays valid: 4 bits and one scale per output channel
     assert set(_bits(write_config, {"quant_method": "gptq", "bits": 4, "group_size": -1}).values()) == {4.0}
 
+
+
+def test_a_static_kv_scheme_keeps_the_cache_in_the_model_dtype(config_variant):
+    """tencent/Hy3-FP8's quantization_config (https://huggingface.co/tencent/Hy3-FP8/raw/main/config.json,
+    as quoted in public tests) and AMD's *-FP8-KV checkpoints write kv_cache_scheme "static": the
+    checkpoint carries K/V scales, which vLLM applies only with --kv-cache-dtype fp8 (ROCm's vLLM
+    guide). It was refused as "not a JSON object"; now the cache stays bf16 unless --kv fp8, with a note."""
+    from decodescope.model import make_deployment
+    quant = {"activation_scheme": "static", "ignored_layers": ["lm_head", "model.embed_tokens"],
+             "quant_method": "fp8", "kv_cache_scheme": "static"}
+    path = config_variant(CONFIGS / "tencent__Hy3.trimmed.json", quantization_config=quant)
+    arch = load_arch(path)
+    assert any('kv_cache_scheme "static"' in n for n in arch.notes)
+    assert make_deployment(arch, "h100-sxm").kv_dtype == "bf16"
+    assert make_deployment(arch, "h100-sxm", kv="fp8").kv_dtype == "fp8"
+    assert config_format(arch) == config_format(load_arch(config_variant(
+        CONFIGS / "tencent__Hy3.trimmed.json", quantization_config={**quant, "kv_cache_scheme": None})))

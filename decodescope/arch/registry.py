@@ -256,6 +256,19 @@ def _older_modelopt(quant):
     return {**quant, "quant_method": quant.get("quant_method") or "modelopt", "kv_cache_scheme": kv}
 
 
+def _kv_scales_only(quant) -> tuple[object, tuple[str, ...]]:
+    """AMD's FP8-KV checkpoints, tencent/Hy3-FP8 and some ModelOpt exports write kv_cache_scheme
+    "static" (or "dynamic"): the checkpoint carries calibrated K/V scales, which vLLM uses only
+    with --kv-cache-dtype fp8 (ROCm's vLLM guide on amd/Llama-3.1-8B-Instruct-FP8-KV); the cache
+    stays in the model's dtype by default. Read as no KV scheme, with a note."""
+    kv = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
+    if kv not in ("static", "dynamic"):
+        return quant, ()
+    return {**quant, "kv_cache_scheme": None}, (
+        f'kv_cache_scheme "{kv}": the checkpoint carries FP8 K/V scales, used with --kv fp8 (vLLM: '
+        "--kv-cache-dtype fp8); the KV cache stays in the model's dtype unless asked",)
+
+
 def _type_by_architecture(f: Fields) -> str:
     archs = f.get("architectures", default=[])
     return next((TYPE_BY_ARCHITECTURE[a] for a in archs if a in TYPE_BY_ARCHITECTURE), "") if isinstance(archs, list) else ""
@@ -285,7 +298,7 @@ def build_arch(raw: RawConfig) -> Arch:
     layers, mtp, notes, *tables = FAMILIES[mt](f)  # a builder may add its input tables (Gemma 3n)
     dtype, dtype_note = _dtype(f)
     tie = raw.data.get("tie_word_embeddings", f.get("tie_word_embeddings", default=tie_default))
-    quant = _older_modelopt(f.get("quantization_config"))
+    quant, kv_note = _kv_scales_only(_older_modelopt(f.get("quantization_config")))
     if quant is not None and not (isinstance(quant, dict) and isinstance(quant.get("kv_cache_scheme") or {}, dict)):
         raise DecodescopeError(f"{raw.source}: quantization_config (or its kv_cache_scheme) is not a JSON object",
                                "fix quantization_config")
@@ -303,5 +316,5 @@ def build_arch(raw: RawConfig) -> Arch:
     return Arch(name=raw.name, source=raw.source, model_type=mt, hidden_size=f.need("hidden_size"),
                 vocab_size=f.need("vocab_size"), tie_word_embeddings=bool(tie), dtype=dtype,
                 layers=tuple(layers), mtp=tuple(mtp), quantization=quant, input_tables=tuple(tables[0]) if tables else (),
-                notes=same_note + tuple(notes) + dtype_note + tower_note,
+                notes=same_note + tuple(notes) + dtype_note + kv_note + tower_note,
                 final_norm_weights=mt not in NORMLESS and not f.get("_remove_final_layer_norm", default=False))
