@@ -117,6 +117,8 @@ FAMILIES = {
     "dory": _lazy("dory", "build_dory"),  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
     "internlm": _lazy("remote_classic", "build_internlm"),  # InternLM v1: Llama with q/k/v/o biases (bias)
     "telechat": _lazy("remote_classic", "build_telechat"),  # TeleChat / TeleChat2: n_layer / n_head names, o_proj and down_proj biased
+    "orion": _lazy("remote_classic2", "build_orion"),  # OrionStar Orion-14B: Llama with LayerNorms (weight + bias)
+    "xverse": _lazy("remote_classic2", "build_xverse"),  # XVERSE dense (Llama's tensors) and XVERSE-MoE (routed + shared experts)
     "axk2": _lazy("axk2", "build_axk2"),  # SK Telecom A.X K2: DeepSeek-V3.2 with a fused query/output gate and gated norms
     "arctic": _lazy("remote_moe_hybrid", "build_arctic"),  # Snowflake Arctic: a dense residual MLP beside 128 experts
     # xAI Grok-1 and Grok-2 (whose hub config says model_type git; read as Grok only with architectures Grok1ForCausalLM)
