@@ -59,7 +59,7 @@ INT_RANGES = {
     # Snowflake Arctic's MoE period and DeepSpeed FP bits, PLaMo 2's Mamba period and head width
     "moe_layer_frequency": _COUNT, "q_bits": (4, 16), "mamba_step": (2, 1 << 12), "hidden_size_per_head": _SIZE,
     # xLSTM's FFN rounding, RWKV-7's low-rank (LoRA) widths
-    "ffn_round_up_to_multiple_of": _COUNT,
+    "ffn_round_up_to_multiple_of": _COUNT, "total_ut_steps": (1, 64),  # and Ouro's loops
     **dict.fromkeys(("decay_low_rank_dim", "a_low_rank_dim", "v_low_rank_dim", "gate_low_rank_dim"), (1, 1 << 16)),
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),

@@ -124,6 +124,7 @@ FAMILIES = {
     # xAI Grok-1 and Grok-2 (whose hub config says model_type git; read as Grok only with architectures Grok1ForCausalLM)
     **dict.fromkeys(("grok-1", "git"), _lazy("remote_moe_hybrid", "build_grok")),
     "plamo2": _lazy("remote_moe_hybrid", "build_plamo2"),  # PFN PLaMo 2: Mamba layers between GQA attention layers
+    "ouro": _lazy("remote_loops", "build_ouro"),  # ByteDance Ouro: a looped LM, its layers run total_ut_steps times (Layer.reuses)
     "aria_text": _lazy("north_aria", "build_aria"),  # rhymes-ai Aria's language model: every MLP routed experts + a shared MLP
     # Thinking Machines Inkling: relative-bias attention with short convs on k, v and both sublayers' outputs
     **dict.fromkeys(("inkling_text", "inkling_mm_model"), _lazy("inkling", "build_inkling")),
