@@ -60,6 +60,8 @@ INT_RANGES = {
     "moe_layer_frequency": _COUNT, "q_bits": (4, 16), "mamba_step": (2, 1 << 12), "hidden_size_per_head": _SIZE,
     # xLSTM's FFN rounding, RWKV-7's low-rank (LoRA) widths
     "ffn_round_up_to_multiple_of": _COUNT, "total_ut_steps": (1, 64),  # and Ouro's loops
+    # Phi-4-mini-flash's Mamba period (0: none), Jet-Nemotron's dynamic-conv taps and generator reduction
+    "mb_per_layer": (0, 1024), "conv_size": (1, 4096), "dconv_generator_reduction": (1, 1 << 20),
     **dict.fromkeys(("decay_low_rank_dim", "a_low_rank_dim", "v_low_rank_dim", "gate_low_rank_dim"), (1, 1 << 16)),
     # Gemma 3n / 4 per-layer inputs (0 in the Gemma 4 configs without them)
     "hidden_size_per_layer_input": (0, 1 << 20), "vocab_size_per_layer_input": (0, 1 << 23),

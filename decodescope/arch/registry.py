@@ -135,6 +135,8 @@ FAMILIES = {
     "xlstm": _lazy("recurrent2", "build_xlstm"),  # NX-AI xLSTM (xLSTM-7b): mLSTM blocks with a matrix memory per head, no KV cache
     "rwkv7": _lazy("recurrent2", "build_rwkv7"),  # RWKV-7 "Goose" (fla's RWKV7Config): time-mix with a wkv state per head, LoRA gates
     "rwkv": _lazy("recurrent2", "build_rwkv"),  # RWKV-4 (transformers' RwkvForCausalLM): time-mix WKV state, channel-mix
+    "phi4flash": _lazy("hybrids2", "build_phi4flash"),  # Phi-4-mini-flash (SambaY): Mamba + SWA, cross-decoder over one KV cache, GMUs
+    "jet_nemotron": _lazy("hybrids2", "build_jet_nemotron"),  # NVIDIA Jet-Nemotron: Qwen2.5 + JetBlock linear attention (dynamic conv)
     "gpt_neo": _lazy("older", "build_gpt_neo"),  # EleutherAI GPT-Neo: global and local (windowed) attention alternating
     "persimmon": _lazy("older", "build_persimmon"),  # Adept Persimmon-8B: per-head q/k LayerNorms, squared-ReLU MLP
     "jetmoe": _lazy("older", "build_jetmoe"),  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
@@ -227,7 +229,7 @@ TIED_BY_DEFAULT = frozenset((
     # remote code whose configs name no tie_word_embeddings: PretrainedConfig's default ties the head
     # (telechat-7B's and plamo-2-1b's checkpoints hold no lm_head; Grok-1 decodes through its
     # input embedding, InOutEmbed in xai-org/grok-1's model.py)
-    "telechat", "plamo2", "grok-1"))
+    "telechat", "plamo2", "grok-1", "phi4flash"))
 # configs that name no model_type, read by their architectures (hpcai-tech/grok-1's config.json)
 TYPE_BY_ARCHITECTURE = {"Grok1ModelForCausalLM": "grok-1"}
 
