@@ -10,8 +10,10 @@ minutes apart they saw different loads (the ratio swung 0.43-1.13 on a busy mach
 the two alternate in one process (A B, B A, A B, ...), each turn a fraction of a second:
 one GEMV sweep over the model's shapes (~2.5 GB read), then two decode steps (1.1 GB each)
 of bench's own loop. Each pair's sweep goes into its own calibration file, `decodescope
-model` reads it as a user runs it, and the pair's ratio is its expected over the mean of
-the two steps timed next to it; the check is the median of the pairs' ratios.
+model` reads it as a user runs it. Load only ever slows a turn, and a busy machine slows
+single turns 1.5-2.8x (a CI run beside other processes timed steps of 61 to 171 ms, pairs'
+ratios 0.44-1.68): the check is the least-disturbed expected (the fastest sweep's) over the
+least-disturbed measured step, each the minimum over all turns.
 
 Both run on one torch thread. With two, a thread the OS preempts stalls its partner at the
 end of every parallel op, and a decode step (~1,000 small ops) stalls far more often than
@@ -21,7 +23,6 @@ One thread is slowed by the share of the core it gets, whatever the op sizes."""
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 from dataclasses import replace
@@ -76,15 +77,15 @@ def test_model_expected_step_within_25_percent_of_bench_on_this_cpu(tmp_path, on
         turns = [lambda: gemvs.append(sweep()), lambda: steps.append(bench.time_steps(loop, STEPS, warmup=0))]
         for turn in turns[::-1] if i % 2 else turns:
             turn()
-    ratios = []
+    expected = []
     for i, (gemv, step_ms) in enumerate(zip(gemvs, steps)):
         f = tmp_path / f"cpu-{i}.json"
         save(replace(cal, gemv=gemv), f)
         # the cache at its mean length over this pair's steps: prefill + warm-up + the steps before
-        expected_ms = _expected_ms(f, CONTEXT + bench.WARMUP + i * STEPS + STEPS // 2)
-        ratios.append(expected_ms / statistics.mean(step_ms))
-        print(f"pair {i}: expected {expected_ms:.1f} ms, measured {[round(ms, 1) for ms in step_ms]} ms, "
-              f"ratio {ratios[-1]:.3f}; weight stream {replace(cal, gemv=gemv).weight_bw(1) / 1e9:.2f} GB/s")
-    ratio = statistics.median(ratios)
-    print(f"median ratio {ratio:.3f} (threads {cal.versions['threads']}, copy {cal.copy_bw_bytes_s / 1e9:.2f} GB/s)")
+        expected.append(_expected_ms(f, CONTEXT + bench.WARMUP + i * STEPS + STEPS // 2))
+        print(f"pair {i}: expected {expected[-1]:.1f} ms, measured {[round(ms, 1) for ms in step_ms]} ms; "
+              f"weight stream {replace(cal, gemv=gemv).weight_bw(1) / 1e9:.2f} GB/s")
+    ratio = min(expected) / min(ms for pair in steps for ms in pair)
+    print(f"ratio {ratio:.3f} of the fastest turns (threads {cal.versions['threads']}, "
+          f"copy {cal.copy_bw_bytes_s / 1e9:.2f} GB/s)")
     assert 0.75 <= ratio <= 1.25
