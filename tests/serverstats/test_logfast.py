@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_logscan import mutate
-from test_serverlog import sgl_decode, sgl_prefill, steady
+from logfakes import sgl_decode, sgl_prefill, steady
 
 from decodescope.serverstats import logfast, logfused, logio
 

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from test_serverlog import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill, steady, vllm_spec, vllm_stats
+from logfakes import LLAMACPP, SEED, SGLANG, VLLM, sgl_decode, sgl_prefill, steady, vllm_spec, vllm_stats
 
 from decodescope.serverstats.logformats import Rejected, _facts, parse_sglang, sglang_facts
 from decodescope.serverstats.logscan import scan_file, scan_log
@@ -231,7 +231,7 @@ def test_a_stretch_that_starts_a_new_segment_tags_its_first_window_as_a_first_wi
     # the clock goes back 600 s at line 2: a new segment (time went back), whose first window
     # (round time 2x the steady one's, 2 x ROUND_S) is suspect, so warm-up (> 1.5x the median);
     # a stretch scanned apart from line 2 on must not take it for a window that follows others
-    from test_serverlog import ROUND_S
+    from logfakes import ROUND_S
 
     t0 = 1_778_544_000.0
     lines = [sgl_decode(t0 + 600, 2.0, 2.0 / ROUND_S), sgl_decode(t0, 2.0, 2.0 / (2 * ROUND_S)), *steady(t0 + 2.2, 6)]
