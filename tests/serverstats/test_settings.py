@@ -158,4 +158,6 @@ def test_model_args_from_a_log():
     # DFlash has no `model --spec` form: left out, the rest stays
     assert "spec" not in model_args(_read("vllm-0.20.2-dflash-tp2.log")[0].settings)
     assert model_args(_read("ollama-llamacpp-q4km.log")[0].settings) == {"weights": "q4_k_m", "engine": "llamacpp"}
-    assert model_args(_read("llamafile-rtx4080.log")[0].settings) == {"kv": "fp16", "engine": "llamacpp"}
+    # Device 0: NVIDIA GeForce RTX 4080, one card the GPU database knows
+    assert model_args(_read("llamafile-rtx4080.log")[0].settings) == {"kv": "fp16", "engine": "llamacpp",
+                                                                       "gpu": "rtx-4080"}
