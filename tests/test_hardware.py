@@ -248,13 +248,13 @@ def test_gpus_json_from_a_real_process_parses():
 def test_every_gpu_models_llama3_8b_on_llamacpp_below_its_ceiling(gpu):
     """Llama-3-8B q4_k_m (4.66 GB read a token) on llama.cpp on each GPU of the database: an
     answer, on the backend engines.toml gives its vendor (serving.llamacpp backend_by_vendor:
-    nvidia cuda, amd hip, apple metal), expected above 0 and below the ceiling, and the ceiling
+    nvidia cuda, amd hip, apple metal, intel vulkan), expected above 0 and below the ceiling, and the ceiling
     no faster than the datasheet bandwidth over the bytes read."""
     from decodescope.arch import load_arch
     from decodescope.model import make_deployment, predict
 
     arch = load_arch("llama-3-8b")
     d = make_deployment(arch, gpu.id, weights="q4_k_m", engine="llamacpp")
-    assert d.runs_on.value == {"nvidia": "cuda", "amd": "hip", "apple": "metal"}[gpu.vendor]
+    assert d.runs_on.value == {"nvidia": "cuda", "amd": "hip", "apple": "metal", "intel": "vulkan"}[gpu.vendor]
     p = predict(arch, d)
     assert 0 < p.expected.tok_s < p.ceiling.tok_s <= gpu.memory_bw_bytes_s / p.weight_bytes_per_gpu

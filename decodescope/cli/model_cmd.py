@@ -31,7 +31,7 @@ from decodescope.hardware.spec import CPU
               help="generic sglang vllm trtllm llamacpp gpt-fast exllamav2 mlc transformers")
 @click.option("--backend", help="the engine's GPU backend (llamacpp: cuda hip vulkan metal; sglang: cuda on "
                                 "NVIDIA, hip on AMD) [default: the GPU vendor's usual one: NVIDIA cuda, AMD hip, "
-                                "Apple metal]")
+                                "Apple metal, Intel vulkan]")
 @click.option("--link", help="GPU<->GPU link: nvlink nvswitch pcie-switch pcie pcie-sys xgmi network "
                              "[default: the GPU's usual one]")
 @click.option("--same-tokens", is_flag=True,

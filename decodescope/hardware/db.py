@@ -29,7 +29,7 @@ _TEXT = ("name", "vendor", "aliases", "link", "memory_type", "p2p", "sources")
 MEMORY_TYPES = ("hbm", "gddr", "lpddr")
 NUMERIC_KEYS = (*_SCALARS, *_FLOPS)
 # vendor words people type in front of a product name ("NVIDIA GeForce RTX 4090")
-_PREFIXES = ("nvidia-", "amd-", "apple-", "geforce-", "tesla-", "instinct-")
+_PREFIXES = ("nvidia-", "amd-", "apple-", "intel-", "geforce-", "tesla-", "instinct-")
 
 
 def normalize(name: str) -> str:

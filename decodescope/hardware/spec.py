@@ -11,7 +11,7 @@ class GPU:
     """One accelerator's datasheet figures, with their sources."""
     id: str  # stable id, e.g. "h100-sxm"
     name: str  # marketing name, e.g. "NVIDIA H100 SXM5 80GB"
-    vendor: str  # "nvidia" | "amd" | "apple"
+    vendor: str  # "nvidia" | "amd" | "apple" | "intel"
     aliases: tuple[str, ...]  # lower-case alternative names, e.g. ("h100", "h100-sxm5")
     memory_bytes: float  # usable device memory (unified memory for Apple / GB10)
     memory_bw_bytes_s: float  # datasheet peak memory bandwidth

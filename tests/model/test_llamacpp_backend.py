@@ -146,7 +146,7 @@ def test_the_default_backend_follows_the_gpu_vendor():
 @pytest.mark.parametrize("gpu, engine, backend, says", [
     ("radeon-8060s", "llamacpp", "opencl", "use one of: cuda hip vulkan metal"),
     ("radeon-8060s", "llamacpp", "cuda", "cuda runs on nvidia GPUs"),
-    ("m3-max", "llamacpp", "vulkan", "vulkan runs on nvidia or amd GPUs"),
+    ("m3-max", "llamacpp", "vulkan", "vulkan runs on nvidia or amd or intel GPUs"),
     ("h100-sxm", "vllm", "cuda", "--backend applies to --engine sglang or llamacpp"),
 ])
 def test_a_backend_that_cannot_run_is_refused(gpu, engine, backend, says):
