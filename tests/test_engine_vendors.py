@@ -52,3 +52,15 @@ def test_gpu_levers_of_an_nvidia_only_engine_stay_on_nvidia():
     offered = _levers("llama-3.1-70b", "a100-sxm-80gb", tp=4, engine="trtllm")
     gpus = [lv.split()[1] for lv in offered if lv.startswith("gpu ")]
     assert gpus and all(get_gpu(g).vendor == "nvidia" for g in gpus)
+
+
+@pytest.mark.parametrize("gpu, engine, said", [
+    ("mi300x", "vllm", True),  # vLLM's rows: NVIDIA only
+    ("h100-sxm", "vllm", False),
+    ("arc-a770", "llamacpp", True),  # llama.cpp's rows: NVIDIA, AMD, Apple; none on Intel
+    ("mi300x", "generic", False),  # an estimate everywhere, fitted nowhere: nothing carried over
+])
+def test_an_engine_fit_carried_to_an_unmeasured_gpu_maker_is_said(gpu, engine, said):
+    arch = load_arch("llama-3.1-8b")
+    notes = predict(arch, make_deployment(arch, gpu, engine=engine)).notes
+    assert any("no published measurement on" in n for n in notes) == said

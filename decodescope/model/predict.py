@@ -161,6 +161,16 @@ def expected_estimate(arch: Arch, d: Deployment) -> Estimate:
     return estimate(arch, d, expected_rates(d), e.host_ms_per_pass, e.host_ms_per_draft_step)
 
 
+def unmeasured_note(d: Deployment) -> tuple[str, ...]:
+    """The engine's fitted costs carried over to a GPU maker no published row of it was measured on
+    (engines.toml measured_on): said, as the expected value is then unchecked there."""
+    e, vendor = d.engine, d.gpu.vendor
+    if not e.measured_on or vendor in e.measured_on or vendor == "cpu":
+        return ()
+    return (f"engine {e.id}: no published measurement on {vendor} GPUs fits or checks its profile (measured on "
+            f"{', '.join(e.measured_on)}): the expected value carries that fit over, unchecked",)
+
+
 def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions: int | None = None) -> Prediction:
     """Model one decode round of `arch` served as `d` (and, if asked, its levers).
     max_positions: the config's max_position_embeddings, to flag a longer context."""
@@ -170,7 +180,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
-    notes += batched_moe_note(arch, d)
+    notes += batched_moe_note(arch, d) + unmeasured_note(d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
         # a learned position table (GPT-2, OPT) has no row past its end: engines refuse such requests
