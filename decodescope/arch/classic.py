@@ -50,13 +50,18 @@ def biases(h: int, *norms: str) -> tuple[Tensor, ...]:
     return tuple(vector(f"{name}.bias", h) for name in norms)
 
 
+def split_evenly(f: Fields, total: int, n: int, what: str, key: str) -> int:
+    """total / n (n: the config's `key`), which must divide it into parts of at least one: the
+    model file reshapes by it."""
+    if total < n or total % n:
+        raise DecodescopeError(f"{f.source}: {what} {total} is not a multiple of {key} {n}",
+                               f"fix {what} or {key}: the model splits it evenly")
+    return total // n
+
+
 def even_head_dim(f: Fields) -> int:
     """hidden_size / heads, which these families' fused projections assume (their configs check it)."""
-    h, heads = f.need("hidden_size"), f.need("num_attention_heads")
-    if h % heads:
-        raise DecodescopeError(f"{f.source}: hidden_size {h} is not a multiple of num_attention_heads {heads}",
-                               "these decoders split hidden_size evenly over the heads; fix either field")
-    return h // heads
+    return split_evenly(f, f.need("hidden_size"), f.need("num_attention_heads"), "hidden_size", "num_attention_heads")
 
 
 def with_tail(layers: list[Layer], tail: tuple[Tensor, ...]) -> list[Layer]:

@@ -183,6 +183,5 @@ def build_jet_nemotron(f: Fields):
     swa = attention(f, Fields(eac.get("swa", {}), f.source).need("window_size", "the swa layers"),
                     head_dim=d, attention_bias=True, o_bias=False) if "swa" in types else None
     jet = _jet_block(f, eac["jet"]) if "jet" in types else None
-    by_kind = {"jet": Layer("linear_attention", jet, mlp), "attn": Layer("attention", full, mlp),
-               "swa": Layer("sliding_attention", swa, mlp)}
-    return [by_kind[t] for t in types], [], ()
+    mixers = {"jet": ("linear_attention", jet), "attn": ("attention", full), "swa": ("sliding_attention", swa)}
+    return [Layer(*mixers[t], mlp) for t in types], [], ()

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from decodescope.arch.blocks import DenseMLP, Layer, StateMixer, Tensor, linear_tensors, norm_tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES
-from decodescope.arch.classic import biases, vector, with_tail
+from decodescope.arch.classic import biases, split_evenly, vector, with_tail
 from decodescope.arch.fields import MAX_LIST, Fields
 from decodescope.errors import DecodescopeError
 
@@ -57,13 +57,6 @@ def _number(f: Fields, key: str, lo: float, hi: float):
         raise DecodescopeError(f"{f.source}: field '{key}' is {v!r}, expected a number from {lo} to {hi}",
                                f"fix \"{key}\" in the config")
     return v
-
-
-def _divide(f: Fields, what: str, n: int, by: int) -> int:
-    if n < by or n % by:
-        raise DecodescopeError(f"{f.source}: {what} {n} is not a multiple of the {by} heads",
-                               "each head takes an equal slice: fix the head count or the width")
-    return n // by
 
 
 @dataclass(frozen=True)
@@ -104,8 +97,8 @@ def build_xlstm(f: Fields):
     h, n, heads = g.need("hidden_size"), g.need("num_hidden_layers"), g.need("num_heads")
     qk = int(h * _number(g, "qk_dim_factor", 1 / h, 64))
     v = int(h * _number(g, "v_dim_factor", 1 / h, 64))
-    _divide(g, "hidden_size x qk_dim_factor", qk, heads)
-    _divide(g, "hidden_size x v_dim_factor", v, heads)
+    split_evenly(g, qk, heads, "hidden_size x qk_dim_factor", "num_heads")
+    split_evenly(g, v, heads, "hidden_size x v_dim_factor", "num_heads")
     step = g.need("ffn_round_up_to_multiple_of")
     # round_up_to_next_multiple_of as xLSTMConfig writes it: (x + step - 1) // step on the float x
     up = int((h * _number(g, "ffn_proj_factor", 1 / h, 64) + step - 1) // step * step)
@@ -201,8 +194,8 @@ def build_rwkv7(f: Fields):
     if "head_dim" not in f.data or f.data["head_dim"] is not None:  # RWKV7Attention: head_dim wins over num_heads
         head_dim = f.with_defaults({"head_dim": RWKV7_DEFAULTS["head_dim"]}).need("head_dim")
     else:
-        head_dim = _divide(f, "hidden_size", h, f.need("num_heads", "RWKV-7 heads (head_dim is null)"))
-    heads = _divide(f, "hidden_size", h, head_dim)
+        head_dim = split_evenly(f, h, f.need("num_heads", "RWKV-7 heads (head_dim is null)"), "hidden_size", "num_heads")
+    heads = split_evenly(f, h, head_dim, "hidden_size", "the heads' head_dim")
     ranks = [_rwkv7_rank(f, k, h, head_dim) for k in ("decay_low_rank_dim", "a_low_rank_dim", "v_low_rank_dim",
                                                        "gate_low_rank_dim")]
     norm_bias = bool(f.get("norm_bias", default=True))
@@ -210,7 +203,7 @@ def build_rwkv7(f: Fields):
     extra = (vector("x_k", h),) + ((vector("ffn_norm.bias", h),) if norm_bias else ())
     layers = []
     for i, vd in enumerate(_rwkv7_value_dims(f, h, n)):
-        _divide(f, "value_dim", vd, heads)
+        split_evenly(f, vd, heads, "value_dim", "the heads")
         mix = RWKV7TimeMix(h, heads, head_dim, vd, ranks[0], ranks[1], ranks[2] if i else 0, ranks[3], norm_bias)
         first = i == 0 and f.get("norm_first", default=True)  # RWKV7Block: a pre_norm on the first block
         pre = (norm_tensor("pre_norm", h),) + ((vector("pre_norm.bias", h),) if norm_bias else ()) if first else ()

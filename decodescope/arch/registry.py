@@ -282,8 +282,9 @@ def _type_by_architecture(f: Fields) -> str:
 def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
     f = text_fields(raw)
-    mt = f.str_("model_type") or _type_by_architecture(f)
-    f = Fields({**f.data, "model_type": mt}, f.source)
+    mt = f.str_("model_type")
+    if not mt and (mt := _type_by_architecture(f)):
+        f = Fields({**f.data, "model_type": mt}, f.source)
     tie_default, same_note = mt in TIED_BY_DEFAULT, ()
     if mt in SAME_AS:
         same_note = (f"model_type {mt}: built as {SAME_AS[mt]}, the same decoder tensor for tensor",)

@@ -8,25 +8,18 @@ first loop's own their weights, the later loops' are Layer(reuses=True): read ev
 and counted once. A layer has four RMSNorms (input_layernorm and input_layernorm_2 around
 attention, post_attention_layernorm and post_attention_layernorm_2 around the MLP); the model's
 final norm runs after each loop (its weights once) and early_exit_gate (hidden -> 1, biased) is
-held but never read by vLLM, which always runs every loop."""
+held but never read by vLLM, which always runs every loop. vLLM's ouro.py sizes a head as
+hidden_size / heads, whatever head_dim says."""
 
 from dataclasses import replace
 
 from decodescope.arch.blocks import DenseMLP, Layer, Tensor, norm_tensor
 from decodescope.arch.build import attention
+from decodescope.arch.classic import even_head_dim
 from decodescope.arch.fields import MAX_LIST, Fields
 from decodescope.errors import DecodescopeError
 
 OURO_LOOPS = 4  # vLLM ouro.py: getattr(config, "total_ut_steps", 4)
-
-
-def _head_dim(f: Fields, heads: int, heads_key: str = "num_attention_heads") -> int:
-    """hidden_size // heads: vLLM's ouro.py sizes heads so, whatever head_dim says."""
-    h = f.need("hidden_size")
-    if h % heads:
-        raise DecodescopeError(f"{f.source}: hidden_size {h} is not a multiple of {heads_key} {heads}",
-                               f"fix hidden_size / {heads_key}: a head is hidden_size / heads wide")
-    return h // heads
 
 
 # ---- ByteDance Ouro ---------------------------------------------------------------------
@@ -38,7 +31,7 @@ def build_ouro(f: Fields):
     if n * loops > MAX_LIST:
         raise DecodescopeError(f"{f.source}: {n} layers x {loops} loops run more than {MAX_LIST} layers a token",
                                "lower total_ut_steps")
-    attn = attention(f, head_dim=_head_dim(f, f.need("num_attention_heads")), attention_bias=False, o_bias=False)
+    attn = attention(f, head_dim=even_head_dim(f), attention_bias=False, o_bias=False)
     sandwich = (norm_tensor("input_layernorm_2", h), norm_tensor("post_attention_layernorm_2", h))
     owner = Layer("attention", attn, DenseMLP(h, f.need("intermediate_size")), sandwich)
     gate = (Tensor("early_exit_gate", (1, h), "rep", linear=False), Tensor("early_exit_gate.bias", (1,), "rep", linear=False))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 
 from decodescope.arch.blocks import Attention, DenseMLP, Layer, Mamba1, Mamba2, Tensor
 from decodescope.arch.build import STATE_DTYPE_BYTES, state_dtype
+from decodescope.arch.classic import split_evenly
 from decodescope.arch.fields import Fields, check_int
 from decodescope.arch.layouts import per_layer_words
-from decodescope.errors import DecodescopeError
 
 # Zamba2Config's layers_block_type when a config names none (54 layers, Zamba2-2.7B's)
 ZAMBA2_PATTERN = (["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] + ["mamba"] * 3
@@ -41,20 +41,13 @@ class ConcatAttention(Attention):
                 for t in super().tensors()]
 
 
-def _split(f: Fields, total: int, key: str, n: int, what: str) -> int:
-    """total / n (the config's `key`), which must divide it: transformers reshapes by it."""
-    if total % n:
-        raise DecodescopeError(f"{f.source}: {what} {total} is not a multiple of {key} {n}", f"fix {key}")
-    return total // n
-
-
 def _mamba(f: Fields) -> Mamba2:
     """Zamba2MambaMixer: inner = mamba_expand x hidden in n_mamba_heads heads (mamba_headdim is
     derived, whatever the config says); conv1d always has a bias (nn.Conv1d(bias=True)),
     in_proj and out_proj one with add_bias_linear."""
     h = f.need("hidden_size")
     inner, heads = f.need("mamba_expand") * h, f.need("n_mamba_heads")
-    return Mamba2(h, heads, _split(f, inner, "n_mamba_heads", heads, "mamba_expand x hidden_size"),
+    return Mamba2(h, heads, split_evenly(f, inner, heads, "mamba_expand x hidden_size", "n_mamba_heads"),
                   f.need("mamba_ngroups"), f.need("mamba_d_state"), f.need("mamba_d_conv"), True,
                   bool(f.get("add_bias_linear", default=False)), STATE_DTYPE_BYTES[state_dtype(f)])
 
@@ -70,8 +63,8 @@ def _shared_block(f: Fields, wide: int, head_dim: int, bias: bool) -> tuple[Conc
 
 def _head_dim(f: Fields) -> int:
     """2 x hidden_size / num_attention_heads: both classes' attention_head_dim."""
-    return _split(f, 2 * f.need("hidden_size"), "num_attention_heads", f.need("num_attention_heads"),
-                  "2 x hidden_size")
+    return split_evenly(f, 2 * f.need("hidden_size"), f.need("num_attention_heads"), "2 x hidden_size",
+                        "num_attention_heads")
 
 
 def _adapters(f: Fields, mlp: DenseMLP) -> tuple[Tensor, ...]:
@@ -139,7 +132,7 @@ def build_zamba(f: Fields):
     g = f.with_defaults(ZAMBA_DEFAULTS)
     h, inner = g.need("hidden_size"), g.need("mamba_expand") * g.need("hidden_size")
     # ZambaConfig refuses an inner width its heads do not divide (validate_architecture)
-    _split(g, inner, "n_mamba_heads", g.need("n_mamba_heads"), "mamba_expand x hidden_size")
+    split_evenly(g, inner, g.need("n_mamba_heads"), "mamba_expand x hidden_size", "n_mamba_heads")
     rank = g.data.get("mamba_dt_rank")
     rank = -(-h // 16) if rank in (None, "auto") else check_int(g.source, "mamba_dt_rank", rank)
     mamba = Mamba1(h, inner, 1, 0, g.need("mamba_d_state"), g.need("mamba_d_conv"),
