@@ -86,8 +86,11 @@ def test_a_busy_client_still_measures_the_servers_gaps_with_kernel_stamps(script
         acc, seen, *_, server_ns = runner.run(stream_once(scripted_server.url, busy_ms=14))
         kernel_reads = runner.get_loop().decodescope_read_stamps.kernel_reads
     errors = gap_errors_ms(acc, server_ns)
-    # one late gap may be the server's own (descheduled between its stamp and its write)
-    assert sum(abs(e) < 0.5 for e in errors) >= 0.8 * len(errors), errors
+    # Timed at the wake-up, every gap would be 4 ms off (+4 ms into a late read, -4 ms out
+    # of it). A server descheduled between its stamp and its write also makes a +x/-x pair;
+    # on a loaded 2-core CI machine 4 of 19 gaps were such pairs (±2.4 ms), so the median
+    # (robust to that) is the test, well below the 4 ms the blocked client would show.
+    assert statistics.median(abs(e) for e in errors) < 1, errors
     assert kernel_reads >= len(seen), "every read of the stream was stamped by the kernel"
 
 
