@@ -16,7 +16,8 @@ EAGER_KERNEL_US = 6.7
 GRAPH_KERNEL_US = 1.1
 # the parameters a backend may set apart from the profile's (EngineProfile.by_backend): those of
 # kernels a build swaps (per-kernel cost, a format's kernels, the allreduce kernel), not the scheduler's
-BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "allreduce_latency_scale", "moe_matvec_max_tokens",
+BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "memory_efficiency", "allreduce_latency_scale",
+                       "moe_matvec_max_tokens",
                        "moe_batched_slowdown", "moe_batched_slowdown_per_token", "fp8_gemm_us_per_k_block",
                        "moe_matvec_per_pair", "moe_matvec_efficiency", "moe_matvec_skips")
 
@@ -107,9 +108,10 @@ class EngineProfile:
         over = self.by_backend.get(backend.value, {}) if backend else {}
         if not over:
             return self
-        plain = {k: tuple(v) if isinstance(v, list) else v for k, v in over.items() if k != "format_efficiency"}
-        return replace(self, **plain, format_efficiency={**self.format_efficiency, **over.get("format_efficiency", {})},
-                       by_backend={})
+        shares = ("format_efficiency", "memory_efficiency")  # per format / memory technology: merged key by key
+        plain = {k: tuple(v) if isinstance(v, list) else v for k, v in over.items() if k not in shares}
+        merged = {k: {**getattr(self, k), **over.get(k, {})} for k in shares}
+        return replace(self, **plain, **merged, by_backend={})
 
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt

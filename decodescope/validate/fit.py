@@ -96,12 +96,12 @@ def with_values(profile: EngineProfile, values: dict[str, float]) -> EngineProfi
     plain = {k: v for k, v in own.items() if "." not in k}
     groups = {g: {**getattr(profile, g), **{k.split(".")[1]: v for k, v in own.items() if _group(k) == g}}
               for g in DICT_GROUPS}
-    by_backend = {b: {**over, "format_efficiency": dict(over.get("format_efficiency", {}))}
+    by_backend = {b: {**over, **{g: dict(over.get(g, {})) for g in DICT_GROUPS}}
                   for b, over in profile.by_backend.items()}
     for k, v in values.items():
         if _on_backend(k):
             base, backend = k.split("@")
-            over = by_backend.setdefault(backend, {"format_efficiency": {}})
+            over = by_backend.setdefault(backend, {g: {} for g in DICT_GROUPS})
             if "." in base:
                 over[_group(base)][base.split(".")[1]] = v
             else:
@@ -145,6 +145,8 @@ def backend_params(engine: str, cases: list[Case]) -> list[str]:
                 for k in (f.name, *f.kernels)}
         out += [f"kernel_floor_us@{b.value}"] if "kernel_floor_us" in over and engine in FITTED_FLOOR else []
         out += [f"format_efficiency.{f}@{b.value}" for f in sorted(fmts & set(over.get("format_efficiency", {})))]
+        memory = c.deployment.gpu.memory_type
+        out += [f"memory_efficiency.{memory}@{b.value}"] if memory in over.get("memory_efficiency", {}) else []
         out += [f"{p}@{b.value}" for p in ("allreduce_latency_scale", *MOE_BATCHED, "moe_matvec_efficiency") if p in over]
     return list(dict.fromkeys(out))
 
@@ -197,7 +199,9 @@ def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
 
     t0 = ms()
     mem = f"memory_efficiency.{case.deployment.gpu.memory_type}"
-    m = mem if mem in v0 else "bw_efficiency"
+    backend = case.deployment.runs_on
+    # a backend that sets its own share of this memory (by_backend) is fitted on its rows alone
+    m = next((p for p in (f"{mem}@{backend.value}" if backend else "", mem) if p in v0), "bw_efficiency")
     m0, tiny = v0.get(m, start.bw_efficiency), 1e-9 * t0
     slopes = tuple((p, s) for p in params if _group(p) in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
     formats = tuple((p, b) for p in params if _group(p) in INVERSE
