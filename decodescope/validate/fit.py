@@ -201,7 +201,8 @@ def linearise(case: Case, start: EngineProfile, params: list[str]) -> Linear:
     mem = f"memory_efficiency.{case.deployment.gpu.memory_type}"
     backend = case.deployment.runs_on
     # a backend that sets its own share of this memory (by_backend) is fitted on its rows alone
-    m = next((p for p in (f"{mem}@{backend.value}" if backend else "", mem) if p in v0), "bw_efficiency")
+    own = f"{mem}@{backend.value}" if backend else None
+    m = own if own in v0 else mem if mem in v0 else "bw_efficiency"
     m0, tiny = v0.get(m, start.bw_efficiency), 1e-9 * t0
     slopes = tuple((p, s) for p in params if _group(p) in LINEAR for s in [ms(**{p: v0[p] + 1.0}) - t0] if abs(s) > tiny)
     formats = tuple((p, b) for p in params if _group(p) in INVERSE
