@@ -10,6 +10,9 @@ modeling code of transformers 5.24 (models/<type>/modular_<type>.py):
 - Lara-4-Mini (translated/Lara-4-Mini-Base): Qwen3.5-MoE's Gated DeltaNet and experts, its
   attention Qwen3's (no output gate), some of it in a window, no gate on the shared expert;
 - nanochat (karpathy/nanochat-d32): norms without weights, an ungated squared-ReLU MLP.
+- Beam (reflection/Beam-1.0-501B-A23B, the checkpoint BeamConfig's docstring names): AFMoE's
+  gated attention with one gate bias per head, 5 of 6 layers in a 512-token window, 3 dense
+  MLPs, then 256 routed experts (top 8) without a shared one.
 Each fixture is the config class on its defaults (tests/data/configs/SOURCES.md); expected
 counts are transformers' own model on the meta device, layouts and cache bytes by hand."""
 
@@ -32,6 +35,7 @@ TRANSFORMERS_COUNTS = {
     "AXK1Config": 518_983_052_288,
     "LaraMiniConfig": 7_281_684_672,
     "NanoChatConfig": 256_573_440,
+    "BeamConfig": 501_267_599_808,
 }
 
 
@@ -123,3 +127,39 @@ def test_nanochat_by_hand():
     assert a.params_total == 12 * layer + 2 * 50304 * 768
     assert not [n for n in _names(a.layers[0]) if "norm" in n] and a.final_norm.params == 0
     assert "gate_proj" not in _names(a.layers[0])
+
+
+def test_beam_count_layout_and_window():
+    """BeamConfig's defaults are Beam-1.0-501B-A23B ('501B' on its model page,
+    https://huggingface.co/reflection/collections). By hand: attention 6144 x 5120 (q), 2 x
+    1024 x 5120 (k, v), 5120 x 6144 (o), 6144 x 5120 (gate_proj) = 104,857,600 + 48 gate
+    biases + 2 x 128 q/k norms; four norms 4 x 5120; 52 layers. Dense MLP 3 x 5120 x 20480
+    = 314,572,800 on layers 0-2; 49 MoE layers of 256 x 3 x 5120 x 2560 = 10,066,329,600
+    + a router 256 x 5120; embedding and head 2 x 151936 x 5120 = 1,555,824,640; final norm.
+    Active: 8 experts a token, 314,572,800 a layer.
+    Full attention on layers 5, 11, ..., 47 and 51 (9), the other 43 keep 512 tokens:
+    8 KV heads x 128 x (K + V) x 2 B = 4096 B a token; at context 1000 (1001 cached)
+    (9 x 1001 + 43 x 512) x 4096."""
+    a = _arch("BeamConfig")
+    attn = 6144 * 5120 * 2 + 2 * 1024 * 5120 + 5120 * 6144 + 48 + 2 * 128 + 4 * 5120
+    moe_layer, dense = 256 * 3 * 5120 * 2560 + 256 * 5120, 3 * 5120 * 20480
+    total = 52 * attn + 3 * dense + 49 * moe_layer + 2 * 151936 * 5120 + 5120
+    assert a.params_total == total == TRANSFORMERS_COUNTS["BeamConfig"]
+    assert abs(a.params_total / 501e9 - 1) < 0.01
+    active = total - 49 * (256 - 8) * 3 * 5120 * 2560
+    assert a.params_active == active and abs(active / 23e9 - 1) < 0.03  # "A23B"
+    full = [i for i, layer in enumerate(a.layers) if layer.kind == "attention"]
+    assert full == [5, 11, 17, 23, 29, 35, 41, 47, 51]
+    assert [isinstance(layer.mlp, MoE) for layer in a.layers[:4]] == [False, False, False, True]
+    assert {"gate_bias", "post_attention_norm", "post_mlp_layernorm"} <= _names(a.layers[0])
+    kv, state = per_request_cache(a, make_deployment(a, "h200", context=1000), a.layers)
+    assert (kv, state) == ((9 * 1001 + 43 * 512) * 4096, 0)
+
+
+def test_beam_without_layer_lists_defaults_as_its_config_class(write_config):
+    """BeamConfig.__post_init__: full attention every 6th layer and the last; 3 dense MLPs."""
+    cfg = json.loads((CONFIGS / "transformers__BeamConfig-defaults.json").read_text())
+    del cfg["layer_types"], cfg["mlp_layer_types"]
+    a = load_arch(write_config(cfg, "beam.json"))
+    assert a.params_total == TRANSFORMERS_COUNTS["BeamConfig"]
+    assert sum(layer.kind == "attention" for layer in a.layers) == 9

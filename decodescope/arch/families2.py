@@ -124,23 +124,56 @@ def build_afmoe(f: Fields):
     per channel (gate_proj, the width of q_proj); norms before and after both attention and
     MLP; dense MLPs in the first num_dense_layers, then routed experts with a bias and
     num_shared_experts shared ones."""
-    n, h = f.need("num_hidden_layers"), f.need("hidden_size")
+    n = f.need("num_hidden_layers")
     every = f.get("global_attn_every_n_layers", default=4)
-    default = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
-    types = f.list_("layer_types", str) or default
-    if len(types) != n:
-        raise DecodescopeError(f"{f.source}: layer_types has {len(types)} entries, num_hidden_layers is {n}",
-                               "fix layer_types: one entry per layer")
+    types = _given_or(f, "layer_types", ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
+                                         for i in range(n)])
     dense_n, moe_i = f.get("num_dense_layers", default=1), f.need("moe_intermediate_size")
     routed = moe(f, shared_expert_intermediate_size=moe_i * f.get("n_shared_experts", default=0), router_bias=True)
+    layers = _gated_window_layers(f, types, f.get("sliding_window"), [i >= dense_n for i in range(n)], routed, ())
+    return layers, [], ()
+
+
+def build_beam(f: Fields):
+    """Beam (Reflection AI, Beam-1.0-501B-A23B; transformers' BeamConfig): AFMoE's layer with
+    one gate bias per head beside gate_proj; by default every 6th layer and the last attend in
+    full (without RoPE), the others in a 512-token window, and the first 3 of mlp_layer_types
+    are dense; routed experts without a shared one (the router's correction bias is a buffer)."""
+    n = f.need("num_hidden_layers")
+    types = _given_or(f, "layer_types", ["full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+                                         for i in range(n)])
+    kinds = _given_or(f, "mlp_layer_types", ["dense"] * min(3, n) + ["sparse"] * max(0, n - 3))
+    if set(kinds) - {"dense", "sparse"}:
+        raise DecodescopeError(f"{f.source}: mlp_layer_types holds {sorted(set(kinds) - {'dense', 'sparse'})}",
+                               "use \"dense\" or \"sparse\" for each layer")
+    gate_bias = (Tensor("gate_bias", (f.need("num_attention_heads"),), "rep", linear=False),)
+    window = f.get("sliding_window", default=512)
+    return _gated_window_layers(f, types, window, [k == "sparse" for k in kinds], moe(f), gate_bias), [], ()
+
+
+def _given_or(f: Fields, key: str, default: list[str]) -> list[str]:
+    """A per-layer list of words from the config, else `default`; one entry per layer."""
+    given = f.list_(key, str) or default
+    if len(given) != len(default):
+        raise DecodescopeError(f"{f.source}: {key} has {len(given)} entries, num_hidden_layers is {len(default)}",
+                               f"fix {key}: one entry per layer")
+    return list(given)
+
+
+def _gated_window_layers(f: Fields, types: list[str], window: int | None, routed_at: list[bool], routed: MoE,
+                         extra: tuple[Tensor, ...]) -> list[Layer]:
+    """Layers of per-head q/k norms, a sigmoid output gate the width of q_proj, a window where
+    types says sliding_attention (`window` tokens), norms before and after attention and MLP (the two after are
+    extra tensors), a dense MLP or `routed` as routed_at says."""
+    h = f.need("hidden_size")
     dense = DenseMLP(h, f.need("intermediate_size"))
     norms = tuple(Tensor(name, (h,), "rep", linear=False) for name in ("post_attention_norm", "post_mlp_layernorm"))
     layers = []
-    for i, t in enumerate(types):
-        w = f.get("sliding_window") if t == "sliding_attention" else None
+    for t, is_routed in zip(types, routed_at):
+        w = window if t == "sliding_attention" else None
         attn = attention(f, w, qk_norm=True, attn_output_gate=True)
-        layers.append(Layer("sliding_attention" if w else "attention", attn, dense if i < dense_n else routed, norms))
-    return layers, [], ()
+        layers.append(Layer("sliding_attention" if w else "attention", attn, routed if is_routed else dense, norms + extra))
+    return layers
 
 
 def build_minimax(f: Fields):

@@ -14,7 +14,7 @@ from decodescope.arch.families import (build_cohere, build_gemma4, build_granite
                                        build_mimo_v2, build_minimax_m2, build_minimax_m3, build_nemotron_nas, build_nextn_decoder,
                                        build_phimoe, build_starcoder2, translate)
 from decodescope.arch.deepseek_v4 import build_deepseek_v4
-from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_laguna, build_lfm2_moe,
+from decodescope.arch.families2 import (QWEN2_VL, build_afmoe, build_apertus, build_beam, build_laguna, build_lfm2_moe,
                                         build_gemma3n, build_hunyuan, build_longcat_flash, build_minimax,
                                         translate2)
 from decodescope.arch.hybrids import (build_falcon_h1, build_kimi_linear, build_lfm2, build_mamba1, build_mamba2,
@@ -95,6 +95,7 @@ FAMILIES = {
     "lfm2_moe": build_lfm2_moe,
     "apertus": build_apertus,
     "afmoe": build_afmoe,
+    "beam": build_beam,
     # MiniMax-Text-01 and M1: their hub configs name themselves minimax_text_01 / minimax_m1
     **dict.fromkeys(("minimax", "minimax_m1", "minimax_text_01"), build_minimax),
     **dict.fromkeys(("deepseek_v4", "deepseek_ref"), build_deepseek_v4),  # deepseek_ref: SGLang's FP8 repacks
