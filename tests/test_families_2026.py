@@ -23,6 +23,7 @@ import pytest
 
 from decodescope.arch import load_arch
 from decodescope.arch.blocks import MoE
+from decodescope.errors import DecodescopeError
 from decodescope.model import make_deployment
 from decodescope.model.memory import per_request_cache
 
@@ -163,3 +164,16 @@ def test_beam_without_layer_lists_defaults_as_its_config_class(write_config):
     a = load_arch(write_config(cfg, "beam.json"))
     assert a.params_total == TRANSFORMERS_COUNTS["BeamConfig"]
     assert sum(layer.kind == "attention" for layer in a.layers) == 9
+
+
+@pytest.mark.parametrize("mt", ["gemma4_assistant", "gemma4_unified_assistant"])
+def test_a_gemma4_assistant_is_refused_as_a_drafter_of_its_target(write_config, mt):
+    """Gemma4AssistantConfig shares every layer's K/V with the target model (its
+    validate_architecture: 'All layers in a Gemma 4 Assistant models must be shared') and
+    takes the target's hidden state: one clear error naming that, and what to pass instead."""
+    text = {"model_type": "gemma4_text", "hidden_size": 256, "num_hidden_layers": 4, "num_kv_shared_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 2048,
+            "vocab_size": 262144}
+    cfg = {"model_type": mt, "backbone_hidden_size": 1536, "text_config": text}
+    with pytest.raises(DecodescopeError, match="assistant, a drafter whose layers read the target model's KV cache"):
+        load_arch(write_config(cfg, f"{mt}.json"))

@@ -280,8 +280,18 @@ def _type_by_architecture(f: Fields) -> str:
     return next((TYPE_BY_ARCHITECTURE[a] for a in archs if a in TYPE_BY_ARCHITECTURE), "") if isinstance(archs, list) else ""
 
 
+# drafters that cannot decode alone: their layers read the target model's KV cache
+# (transformers 5.24 Gemma4AssistantConfig: 'All layers in a Gemma 4 Assistant models must be shared')
+DRAFT_ONLY = ("gemma4_assistant", "gemma4_unified_assistant")
+
+
 def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
+    if raw.data.get("model_type") in DRAFT_ONLY:
+        raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is Gemma 4's assistant, a drafter whose layers "
+                               "read the target model's KV cache and take its hidden state: it does not decode alone",
+                               "pass the target Gemma 4 config; drafting with the assistant is not modelled "
+                               "(--spec eagle:K --accept A prices the nearest kind, a draft head on the target's hidden state)")
     f = text_fields(raw)
     mt = f.str_("model_type")
     if not mt and (mt := _type_by_architecture(f)):
