@@ -285,13 +285,17 @@ def _type_by_architecture(f: Fields) -> str:
 DRAFT_ONLY = ("gemma4_assistant", "gemma4_unified_assistant")
 
 
-def build_arch(raw: RawConfig) -> Arch:
-    """Build the Arch of a parsed config."""
+def _refuse_drafter(raw: RawConfig) -> None:
     if raw.data.get("model_type") in DRAFT_ONLY:
         raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is Gemma 4's assistant, a drafter whose layers "
                                "read the target model's KV cache and take its hidden state: it does not decode alone",
                                "pass the target Gemma 4 config; drafting with the assistant is not modelled "
                                "(--spec eagle:K --accept A prices the nearest kind, a draft head on the target's hidden state)")
+
+
+def build_arch(raw: RawConfig) -> Arch:
+    """Build the Arch of a parsed config."""
+    _refuse_drafter(raw)
     f = text_fields(raw)
     mt = f.str_("model_type")
     if not mt and (mt := _type_by_architecture(f)):
