@@ -10,6 +10,8 @@ modeling code of transformers 5.24 (models/<type>/modular_<type>.py):
 - Lara-4-Mini (translated/Lara-4-Mini-Base): Qwen3.5-MoE's Gated DeltaNet and experts, its
   attention Qwen3's (no output gate), some of it in a window, no gate on the shared expert;
 - nanochat (karpathy/nanochat-d32): norms without weights, an ungated squared-ReLU MLP.
+- ModernBERT's decoder (modernbert-decoder, the Ettin decoders): MHA, a GeGLU MLP, LayerNorms,
+  2 of 3 layers in a 64-token window, a prediction head before the tied decoder;
 - Beam (reflection/Beam-1.0-501B-A23B, the checkpoint BeamConfig's docstring names): AFMoE's
   gated attention with one gate bias per head, 5 of 6 layers in a 512-token window, 3 dense
   MLPs, then 256 routed experts (top 8) without a shared one.
@@ -37,6 +39,7 @@ TRANSFORMERS_COUNTS = {
     "LaraMiniConfig": 7_281_684_672,
     "NanoChatConfig": 256_573_440,
     "BeamConfig": 501_267_599_808,
+    "ModernBertDecoderConfig": 149_655_232,
 }
 
 
@@ -177,3 +180,31 @@ def test_a_gemma4_assistant_is_refused_as_a_drafter_of_its_target(write_config, 
     cfg = {"model_type": mt, "backbone_hidden_size": 1536, "text_config": text}
     with pytest.raises(DecodescopeError, match="assistant, a drafter whose layers read the target model's KV cache"):
         load_arch(write_config(cfg, f"{mt}.json"))
+
+
+def test_modernbert_decoder_by_hand_and_its_window():
+    """ModernBertDecoderConfig's defaults: h 768, 22 layers, 12 heads of 64 (MHA), intermediate
+    1152, vocab 50368, tied. A layer: q, k, v, Wo 4 x 768^2 = 2,359,296; Wi 768 x 2304 + Wo
+    1152 x 768 = 2,654,208; two LayerNorms (layer 0: the embedding's norm in place of the one
+    before attention) 1,536 -> 5,015,040 x 22 = 110,330,880; embedding 50368 x 768 =
+    38,682,624; final norm 768; head dense 768^2 + its norm 768 = 590,592; decoder bias 50,368
+    -> 149,655,232. Full attention on layers 0, 3, ..., 21 (8); the other 14 within
+    local_attention / 2 = 64 tokens: 12 x 64 x (K + V) x 2 B = 3072 B a token; at context 1000
+    (1001 cached) (8 x 1001 + 14 x 64) x 3072."""
+    a = _arch("ModernBertDecoderConfig")
+    total = 22 * (4 * 768**2 + 768 * 2304 + 1152 * 768 + 2 * 768) + 50368 * 768 + 768 + 768**2 + 768 + 50368
+    assert a.params_total == total == TRANSFORMERS_COUNTS["ModernBertDecoderConfig"]
+    assert [i for i, layer in enumerate(a.layers) if layer.kind == "attention"] == list(range(0, 22, 3))
+    kv, state = per_request_cache(a, make_deployment(a, "h100-sxm", context=1000), a.layers)
+    assert (kv, state) == ((8 * 1001 + 14 * 64) * 3072, 0)
+
+
+def test_modernbert_decoder_as_hub_configs_write_it(write_config):
+    """Hub configs give global_attn_every_n_layers and local_attention, not layer_types or
+    sliding_window: the same layers."""
+    cfg = json.loads((CONFIGS / "transformers__ModernBertDecoderConfig-defaults.json").read_text())
+    del cfg["layer_types"], cfg["sliding_window"]
+    a = load_arch(write_config({**cfg, "global_attn_every_n_layers": 3, "local_attention": 128}, "ettin.json"))
+    assert a.params_total == TRANSFORMERS_COUNTS["ModernBertDecoderConfig"]
+    assert sum(layer.kind == "attention" for layer in a.layers) == 8
+    assert {layer.mixer.sliding_window for layer in a.layers if layer.kind == "sliding_attention"} == {64}

@@ -126,7 +126,7 @@ def build_afmoe(f: Fields):
     num_shared_experts shared ones."""
     n = f.need("num_hidden_layers")
     every = f.get("global_attn_every_n_layers", default=4)
-    types = _given_or(f, "layer_types", ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
+    types = per_layer_or(f, "layer_types", ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
                                          for i in range(n)])
     dense_n, moe_i = f.get("num_dense_layers", default=1), f.need("moe_intermediate_size")
     routed = moe(f, shared_expert_intermediate_size=moe_i * f.get("n_shared_experts", default=0), router_bias=True)
@@ -140,9 +140,9 @@ def build_beam(f: Fields):
     full (without RoPE), the others in a 512-token window, and the first 3 of mlp_layer_types
     are dense; routed experts without a shared one (the router's correction bias is a buffer)."""
     n = f.need("num_hidden_layers")
-    types = _given_or(f, "layer_types", ["full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+    types = per_layer_or(f, "layer_types", ["full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
                                          for i in range(n)])
-    kinds = _given_or(f, "mlp_layer_types", ["dense"] * min(3, n) + ["sparse"] * max(0, n - 3))
+    kinds = per_layer_or(f, "mlp_layer_types", ["dense"] * min(3, n) + ["sparse"] * max(0, n - 3))
     if set(kinds) - {"dense", "sparse"}:
         raise DecodescopeError(f"{f.source}: mlp_layer_types holds {sorted(set(kinds) - {'dense', 'sparse'})}",
                                "use \"dense\" or \"sparse\" for each layer")
@@ -151,7 +151,7 @@ def build_beam(f: Fields):
     return _gated_window_layers(f, types, window, [k == "sparse" for k in kinds], moe(f), gate_bias), [], ()
 
 
-def _given_or(f: Fields, key: str, default: list[str]) -> list[str]:
+def per_layer_or(f: Fields, key: str, default: list[str]) -> list[str]:
     """A per-layer list of words from the config, else `default`; one entry per layer."""
     given = f.list_(key, str) or default
     if len(given) != len(default):

@@ -143,6 +143,7 @@ FAMILIES = {
     "jetmoe": _lazy("older", "build_jetmoe"),  # JetMoE: routed attention experts (q / o per expert, shared k / v) and routed MLP experts
     "diffllama": _lazy("older", "build_diffllama"),  # differential attention: Llama's tensors + four lambda vectors per layer
     "bitnet": _lazy("older", "build_bitnet"),  # Microsoft BitNet b1.58: Llama + sub-norms before o_proj and down_proj
+    "modernbert-decoder": _lazy("bert_decoders", "build_modernbert_decoder"),  # Ettin decoders: MHA, GeGLU, LayerNorms, a prediction head
     "doge": _lazy("older", "build_doge"),  # SmallDoge Doge (dense): Llama + q/k norms, a dynamic mask's dt_proj and A, residual scales
     # DeepSeek-OCR 2, Unlimited-OCR and DeepSeekMoE (v1, remote code's model_type deepseek): Llama
     # attention with DeepSeek-V2's MoE (shared experts, mlp_layer_types or first_k_dense_replace)
@@ -225,7 +226,8 @@ NORMLESS = ("olmo", "nanochat", "qwen4_exp", "qwen4_exp_text", "dory", "hrm_text
 TIED_BY_DEFAULT = frozenset((
     "bloom", "cohere", "cohere2", "cohere2_moe", "cohere_compass", "cohere_compass_text", "gemma", "gemma2", "gemma3",
     "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified_text", "gpt2", "gpt_bigcode",
-    "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm", "minicpm3", "mpt", "opt", "recurrent_gemma", "starcoder2",
+    "gpt_neo", "jetmoe", "lfm2", "lfm2_moe", "lfm3", "minicpm", "minicpm3", "modernbert-decoder", "mpt", "opt",
+    "recurrent_gemma", "starcoder2",
     "vaultgemma", "zamba", "zamba2", "zaya",
     # remote code whose configs name no tie_word_embeddings: PretrainedConfig's default ties the head
     # (telechat-7B's and plamo-2-1b's checkpoints hold no lm_head; Grok-1 decodes through its
