@@ -208,3 +208,12 @@ def test_modernbert_decoder_as_hub_configs_write_it(write_config):
     assert a.params_total == TRANSFORMERS_COUNTS["ModernBertDecoderConfig"]
     assert sum(layer.kind == "attention" for layer in a.layers) == 8
     assert {layer.mixer.sliding_window for layer in a.layers if layer.kind == "sliding_attention"} == {64}
+
+
+def test_a_diffusion_language_model_is_refused_as_one(write_config):
+    """DiffusionGemmaConfig (transformers 5.24): its text model denoises blocks in parallel."""
+    cfg = {"model_type": "diffusion_gemma", "text_config": {"model_type": "diffusion_gemma_text", "hidden_size": 640,
+                                                            "num_hidden_layers": 2, "num_attention_heads": 4,
+                                                            "vocab_size": 262144}}
+    with pytest.raises(DecodescopeError, match="a diffusion language model"):
+        load_arch(write_config(cfg, "diffusion_gemma.json"))

@@ -285,9 +285,17 @@ def _type_by_architecture(f: Fields) -> str:
 # drafters that cannot decode alone: their layers read the target model's KV cache
 # (transformers 5.24 Gemma4AssistantConfig: 'All layers in a Gemma 4 Assistant models must be shared')
 DRAFT_ONLY = ("gemma4_assistant", "gemma4_unified_assistant")
+# diffusion language models: a block of tokens denoised in parallel over several passes, no
+# decode round of one token a pass (transformers 5.24 DiffusionGemmaConfig)
+DIFFUSION = ("diffusion_gemma", "diffusion_gemma_text")
 
 
-def _refuse_drafter(raw: RawConfig) -> None:
+def _refuse_non_decoders(raw: RawConfig) -> None:
+    text = raw.data.get("text_config")
+    if {raw.data.get("model_type"), text.get("model_type") if isinstance(text, dict) else None} & set(DIFFUSION):
+        raise DecodescopeError(f"{raw.source}: a diffusion language model, which denoises a block of tokens in "
+                               "parallel over several passes: there is no autoregressive decode round to model",
+                               "pass the config of an autoregressive model")
     if raw.data.get("model_type") in DRAFT_ONLY:
         raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is Gemma 4's assistant, a drafter whose layers "
                                "read the target model's KV cache and take its hidden state: it does not decode alone",
@@ -297,7 +305,7 @@ def _refuse_drafter(raw: RawConfig) -> None:
 
 def build_arch(raw: RawConfig) -> Arch:
     """Build the Arch of a parsed config."""
-    _refuse_drafter(raw)
+    _refuse_non_decoders(raw)
     f = text_fields(raw)
     mt = f.str_("model_type")
     if not mt and (mt := _type_by_architecture(f)):
