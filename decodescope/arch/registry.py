@@ -292,11 +292,12 @@ DIFFUSION = ("diffusion_gemma", "diffusion_gemma_text")
 
 def _refuse_non_decoders(raw: RawConfig) -> None:
     text = raw.data.get("text_config")
-    if {raw.data.get("model_type"), text.get("model_type") if isinstance(text, dict) else None} & set(DIFFUSION):
+    named = (raw.data.get("model_type"), text.get("model_type") if isinstance(text, dict) else None)
+    if any(isinstance(t, str) and t in DIFFUSION for t in named):  # a wrong type is the field check's to report
         raise DecodescopeError(f"{raw.source}: a diffusion language model, which denoises a block of tokens in "
                                "parallel over several passes: there is no autoregressive decode round to model",
                                "pass the config of an autoregressive model")
-    if raw.data.get("model_type") in DRAFT_ONLY:
+    if isinstance(named[0], str) and named[0] in DRAFT_ONLY:
         raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is Gemma 4's assistant, a drafter whose layers "
                                "read the target model's KV cache and take its hidden state: it does not decode alone",
                                "pass the target Gemma 4 config; drafting with the assistant is not modelled "
