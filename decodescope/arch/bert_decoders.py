@@ -6,6 +6,7 @@ from decodescope.arch.blocks import DenseMLP, Layer, linear_tensors, norm_tensor
 from decodescope.arch.build import attention
 from decodescope.arch.classic import biases, even_head_dim, vector, with_tail
 from decodescope.arch.families2 import per_layer_or
+from decodescope.arch.layouts import ATTENTION_KINDS
 from decodescope.arch.fields import Fields
 
 
@@ -21,7 +22,8 @@ def build_modernbert_decoder(f: Fields):
     h, n = f.need("hidden_size"), f.need("num_hidden_layers")
     d = even_head_dim(f)
     every = f.get("global_attn_every_n_layers", default=3)
-    types = per_layer_or(f, "layer_types", ["full_attention" if i % every == 0 else "sliding_attention" for i in range(n)])
+    types = per_layer_or(f, "layer_types", ATTENTION_KINDS,
+                         ["full_attention" if i % every == 0 else "sliding_attention" for i in range(n)])
     local = f.get("local_attention", default=128)
     window = f.get("sliding_window") or (local // 2 if local else None)
     attn_bias, norm_bias = bool(f.get("attention_bias", default=False)), bool(f.get("norm_bias", default=False))

@@ -5,11 +5,12 @@ decodescope.arch.registry.FAMILIES."""
 from dataclasses import replace
 
 from decodescope.arch.blocks import MLA, DenseMLP, Layer, MoE, Tensor
-from decodescope.arch.build import attention, moe
+from decodescope.arch.build import MLP_LAYER_KINDS, attention, moe
 from decodescope.arch.classic import CLASSIC, classic_fields
 from decodescope.arch.hybrids import build_lfm2
 from decodescope.arch.families import first_kv_shared, per_layer_inputs, rename
 from decodescope.arch.fields import Fields, check_int
+from decodescope.arch.layouts import ATTENTION_KINDS, per_layer_words
 from decodescope.errors import DecodescopeError
 
 
@@ -126,8 +127,8 @@ def build_afmoe(f: Fields):
     num_shared_experts shared ones."""
     n = f.need("num_hidden_layers")
     every = f.get("global_attn_every_n_layers", default=4)
-    types = per_layer_or(f, "layer_types", ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
-                                         for i in range(n)])
+    types = per_layer_or(f, "layer_types", ATTENTION_KINDS, ["full_attention" if (i + 1) % every == 0 else "sliding_attention"
+                                                           for i in range(n)])
     dense_n, moe_i = f.get("num_dense_layers", default=1), f.need("moe_intermediate_size")
     routed = moe(f, shared_expert_intermediate_size=moe_i * f.get("n_shared_experts", default=0), router_bias=True)
     layers = _gated_window_layers(f, types, f.get("sliding_window"), [i >= dense_n for i in range(n)], routed, ())
@@ -140,24 +141,18 @@ def build_beam(f: Fields):
     full (without RoPE), the others in a 512-token window, and the first 3 of mlp_layer_types
     are dense; routed experts without a shared one (the router's correction bias is a buffer)."""
     n = f.need("num_hidden_layers")
-    types = per_layer_or(f, "layer_types", ["full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
-                                         for i in range(n)])
-    kinds = per_layer_or(f, "mlp_layer_types", ["dense"] * min(3, n) + ["sparse"] * max(0, n - 3))
-    if set(kinds) - {"dense", "sparse"}:
-        raise DecodescopeError(f"{f.source}: mlp_layer_types holds {sorted(set(kinds) - {'dense', 'sparse'})}",
-                               "use \"dense\" or \"sparse\" for each layer")
+    types = per_layer_or(f, "layer_types", ATTENTION_KINDS, ["full_attention" if (i + 1) % 6 == 0 or i == n - 1
+                                                             else "sliding_attention" for i in range(n)])
+    kinds = per_layer_or(f, "mlp_layer_types", MLP_LAYER_KINDS, ["dense"] * min(3, n) + ["sparse"] * max(0, n - 3))
     gate_bias = (Tensor("gate_bias", (f.need("num_attention_heads"),), "rep", linear=False),)
     window = f.get("sliding_window", default=512)
-    return _gated_window_layers(f, types, window, [k == "sparse" for k in kinds], moe(f), gate_bias), [], ()
+    return _gated_window_layers(f, types, window, [MLP_LAYER_KINDS[k] for k in kinds], moe(f), gate_bias), [], ()
 
 
-def per_layer_or(f: Fields, key: str, default: list[str]) -> list[str]:
-    """A per-layer list of words from the config, else `default`; one entry per layer."""
-    given = f.list_(key, str) or default
-    if len(given) != len(default):
-        raise DecodescopeError(f"{f.source}: {key} has {len(given)} entries, num_hidden_layers is {len(default)}",
-                               f"fix {key}: one entry per layer")
-    return list(given)
+def per_layer_or(f: Fields, key: str, known, default: list[str]) -> list[str]:
+    """The config's per-layer words under `key` (layouts.per_layer_words: one of `known` a
+    layer), else `default`, which also sets the number of layers."""
+    return per_layer_words(f, key, len(default), known) if f.get(key) is not None else default
 
 
 def _gated_window_layers(f: Fields, types: list[str], window: int | None, routed_at: list[bool], routed: MoE,

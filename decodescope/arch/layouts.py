@@ -19,6 +19,10 @@ def moe_layers_enum(f: Fields, n: int) -> set[int] | None:
                                "moe_layers_enum: comma-separated layer indices, e.g. \"3,4,5\"") from None
 
 
+# the attention kinds of a layer_types list (transformers 5)
+ATTENTION_KINDS = ("full_attention", "sliding_attention")
+
+
 def per_layer_words(f: Fields, key: str, n: int, known) -> list[str]:
     """`key`: one of the `known` words per layer, n layers (the lists transformers 5 writes)."""
     words = f.list_(key, str)
@@ -76,7 +80,7 @@ def mimo_v2_sliding(f: Fields, n: int) -> tuple[list[int], bool]:
     kv heads vs full-attention and have attention sinks')."""
     if f.get("hybrid_layer_pattern") is not None or f.get("layer_types") is None:
         return per_layer_flags(f, "hybrid_layer_pattern", n), False
-    types = per_layer_words(f, "layer_types", n, ("full_attention", "sliding_attention"))
+    types = per_layer_words(f, "layer_types", n, ATTENTION_KINDS)
     return [int(t == "sliding_attention") for t in types], True
 
 
