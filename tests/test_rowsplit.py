@@ -14,7 +14,7 @@ from decodescope.model import get_engine, make_deployment, predict
 from decodescope.validate.rows import load_cases
 
 A100_PCIE_LINK = 31.5e9  # B/s per direction, gpus.toml a100-pcie-80gb (PCIe 4.0 x16)
-FLOOR = 6.7e-6  # s, engines.toml llamacpp kernel_floor_us
+FLOOR = 6.67e-6  # s, engines.toml llamacpp kernel_floor_us
 PCIE_LATENCY = 20e-6  # s, gpus.toml interconnect.pcie nccl_latency_us
 
 

@@ -235,18 +235,34 @@ class Sample:
     def tok_s(self, v: dict[str, float]) -> float:
         return self.tokens * 1e3 / self.linear.round_ms(v)
 
-    def log_error(self, v: dict[str, float]) -> float:
-        return abs(math.log(self.tok_s(v) / self.measured))
+
+# the fit's loss per row: sqrt(d^2 + EPS^2) - EPS of the log error d, i.e. |d| (robust: one
+# wild row cannot dominate) for errors well above 1 %, smooth below: the L1 loss's kinks at
+# every row's zero stopped the simplex on ridges, at points that depended on where it started
+EPS = 0.01
+
+
+# a weak pull of each fitted value towards its neutral start, per (value - NEUTRAL)^2 / range^2:
+# where rows leave a direction undetermined (two costs seen through one row) the fit stays
+# near the neutral start instead of wherever the search stopped; a whole range costs 1e-4 of
+# mean loss, a tenth of the 0.001 by which a fit's loss moves when a parameter the rows see is
+# off by a few %, so the rows decide everything they see
+PRIOR_WEIGHT = 1e-4
+
+
+def _loss(d: float) -> float:
+    return math.sqrt(d * d + EPS * EPS) - EPS
 
 
 def objective(samples: list[Sample], v: dict[str, float]) -> float:
-    """Mean |log(expected / measured)|: symmetric, and one wild row cannot dominate."""
-    return statistics.fmean(s.log_error(v) for s in samples)
+    """Mean smoothed |log(expected / measured)| (_loss)."""
+    return statistics.fmean(_loss(math.log(s.tok_s(v) / s.measured)) for s in samples)
 
 
 def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
-    """objective() as a function of the free values only, in a form cheap to call
-    thousands of times (indices instead of names, logs of the measurements taken once)."""
+    """objective() plus the pull towards the neutral values (PRIOR_WEIGHT), as a function of
+    the free values only, in a form cheap to call thousands of times (indices instead of
+    names, logs of the measurements taken once)."""
     index = {p: i for i, p in enumerate(free)}
     rows = []
     for s in samples:
@@ -265,6 +281,7 @@ def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
                      tuple((index[n], b) for n, b in lin.formats if n in index),
                      tuple((index[n], c) for n, c in lin.slopes if n in index), ci, lin.compute))
     lows, highs = [bounds(p)[0] for p in free], [bounds(p)[1] for p in free]
+    centre = [NEUTRAL[_group(p)] for p in free]
 
     def f(x: list[float]) -> float:
         x = [min(h, max(lo, xi)) for lo, h, xi in zip(lows, highs, x)]
@@ -276,8 +293,9 @@ def _compiled(samples: list[Sample], free: list[str], fixed: dict[str, float]):
                 t += b / (m * x[j])
             for j, c in slopes:
                 t += c * x[j]
-            total += abs(logged - math.log(t)) if t > 0 else math.inf
-        return total / len(rows)
+            total += _loss(logged - math.log(t)) if t > 0 else math.inf
+        pull = sum(((xi - c) / (h - lo)) ** 2 for xi, c, lo, h in zip(x, centre, lows, highs))
+        return total / len(rows) + PRIOR_WEIGHT * pull
 
     return f
 
@@ -300,20 +318,22 @@ def fit(samples: list[Sample], start: dict[str, float]) -> dict[str, float]:
 
 
 def _search(samples: list[Sample], free: list[str], start: dict[str, float]) -> dict[str, float]:
-    """`free` fitted from `start` (the others held there): a coarse coordinate search (13
-    points per parameter, two sweeps) to find the basin, then a bounded Nelder-Mead,
-    restarted twice from its own best point, for correlated parameters."""
+    """`free` fitted from `start` (the others held there) by a Nelder-Mead simplex, restarted
+    three times from its own best point, in unbounded coordinates z with x = lo + (hi - lo) *
+    (1 + sin z) / 2: every point it tries lies within BOUNDS, so no flat region of clipped
+    values stalls it at a bound."""
     if not free:
         return {}
     f = _compiled(samples, free, start)
-    x = [start[p] for p in free]
-    for _ in range(2):
-        for i, p in enumerate(free):
-            lo, hi = bounds(p)
-            x[i] = min((lo + (hi - lo) * k / 12 for k in range(13)), key=lambda xi: f(x[:i] + [xi] + x[i + 1:]))
-    for _ in range(3):
-        x = _nelder_mead(f, x, [0.05 * (bounds(p)[1] - bounds(p)[0]) for p in free])
-    return dict(zip(free, _clip(free, x)))
+    spans = [bounds(p) for p in free]
+
+    def to_x(z: list[float]) -> list[float]:
+        return [lo + (hi - lo) * (1 + math.sin(zi)) / 2 for (lo, hi), zi in zip(spans, z)]
+
+    z = [math.asin(min(1.0, max(-1.0, 2 * (start[p] - lo) / (hi - lo) - 1))) for p, (lo, hi) in zip(free, spans)]
+    for _ in range(4):
+        z = _nelder_mead(lambda z: f(to_x(z)), z, [0.3] * len(z))
+    return dict(zip(free, _clip(free, to_x(z))))
 
 
 def _clip(names: list[str], x: list[float]) -> list[float]:
