@@ -89,6 +89,9 @@ class EngineProfile:
     custom_allreduce_bw_efficiency: float = 0.0
     splits: tuple[str, ...] = ("tp", "pp")  # how the engine splits a model over GPUs
     formats: tuple[str, ...] = ("fp8", "int4-g128", "nvfp4")  # weight formats it serves, offered as levers
+    # a format whose math the GPU lacks (FP8 below compute capability 8.9) is read by a weight-only
+    # kernel instead: format_efficiency key -> the key of that kernel's family (fp8 -> Marlin W8A16: int8)
+    weight_only_fallback: dict[str, str] = field(default_factory=dict)
     source: str = ""
     fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
 
@@ -112,6 +115,12 @@ class EngineProfile:
         plain = {k: tuple(v) if isinstance(v, list) else v for k, v in over.items() if k not in shares}
         merged = {k: {**getattr(self, k), **over.get(k, {})} for k in shares}
         return replace(self, **plain, **merged, by_backend={})
+
+    def kernel_on(self, fmt: str, gpu_flops: dict[str, float]) -> str:
+        """The format_efficiency key of the kernels that read `fmt` on a GPU with these tensor
+        FLOP/s by dtype: its weight-only fallback where the GPU has no math for it."""
+        fallback = self.weight_only_fallback.get(fmt)
+        return fallback if fallback and not gpu_flops.get(fmt) else fmt
 
     def bw_eff(self, fmt: str, memory_type: str) -> float:
         family = "int4" if fmt.startswith("int4") else fmt

@@ -101,7 +101,7 @@ def expected_rates(d: Deployment) -> Rates:
     fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
     alpha_s, nccl_reason = allreduce_alpha(d)
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
-                 bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(f, g.memory_type) for f in fmts},
+                 bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(e.kernel_on(f, g.flops), g.memory_type) for f in fmts},
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,

@@ -121,7 +121,9 @@ def candidate_params(engine: str, cases: list[Case]) -> list[str]:
         names = sorted({f"memory_efficiency.{c.deployment.gpu.memory_type}" for c in cases})
     else:
         names = ["bw_efficiency"]
-    fmts = {f.name for c in cases for f in (c.deployment.weights, c.deployment.draft_weights) if f}
+    # the kernels that read each row's format on its GPU (FP8 without FP8 math: a weight-only kernel's)
+    fmts = {c.deployment.profile.kernel_on(f.name, c.deployment.gpu.flops)
+            for c in cases for f in (c.deployment.weights, c.deployment.draft_weights) if f}
     # a config-derived mixture of formats ("mixed (config)") has no one efficiency to fit
     names += sorted({f"format_efficiency.{format_family(f)}" for f in fmts
                      if f not in SIXTEEN_BIT and f.replace("-", "_").replace(".", "_").isidentifier()})
