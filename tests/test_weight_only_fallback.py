@@ -40,3 +40,11 @@ def test_the_fit_prices_such_a_row_with_the_kernel_it_runs():
     [row] = [c for c in load_cases()[0] if c.id == "CLUB-05"]
     names = candidate_params("vllm", [row])
     assert "format_efficiency.int8" in names and "format_efficiency.fp8" not in names
+
+
+def test_the_model_says_when_a_format_runs_on_a_weight_only_kernel():
+    from decodescope.model import predict
+    on_ampere = predict(LLAMA, make_deployment(LLAMA, "rtx-3090", weights="fp8", engine="vllm")).notes
+    assert any("fp8 weights on rtx-3090 (no fp8 tensor cores)" in n and "int8 kernels" in n for n in on_ampere)
+    on_hopper = predict(LLAMA, make_deployment(LLAMA, "h100-sxm", weights="fp8", engine="vllm")).notes
+    assert not any("weight-only" in n for n in on_hopper)

@@ -171,6 +171,14 @@ def unmeasured_note(d: Deployment) -> tuple[str, ...]:
             f"{', '.join(e.measured_on)}): the expected value carries that fit over, unchecked",)
 
 
+def weight_only_note(d: Deployment) -> tuple[str, ...]:
+    """Formats the GPU has no math for, which the engine reads with a weight-only kernel instead."""
+    e, g = d.engine, d.gpu
+    swapped = sorted(f for f in d.weights.kernels | (d.draft_weights or d.weights).kernels if e.kernel_on(f, g.flops) != f)
+    return tuple(f"{f} weights on {g.id} (no {f} tensor cores): {e.id} reads them with its weight-only kernel in "
+                 f"16-bit math, at its {e.kernel_on(f, g.flops)} kernels' bandwidth share" for f in swapped)
+
+
 def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions: int | None = None) -> Prediction:
     """Model one decode round of `arch` served as `d` (and, if asked, its levers).
     max_positions: the config's max_position_embeddings, to flag a longer context."""
@@ -180,7 +188,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
-    notes += batched_moe_note(arch, d) + unmeasured_note(d)
+    notes += batched_moe_note(arch, d) + unmeasured_note(d) + weight_only_note(d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
         # a learned position table (GPT-2, OPT) has no row past its end: engines refuse such requests
