@@ -15,7 +15,7 @@ STATE_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # (SeedOssConfig's default attention_bias is true, its attention_out_bias false)
 QKV_BIAS = ("qwen2", "qwen2_moe", "mimo", "seed_oss", "glm4v", "glm4v_text", "glm46v")
 # families whose attention_bias covers q, k and v but not o_proj
-QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm")
+QKV_ONLY = (*QKV_BIAS, "glm4", "glm4_moe", "glm4v_moe", "glm4v_moe_text", "chatglm", "param2moe")
 # GLM-4-0414 and GLM-4.1V / 4.6V-Flash's language model, Aleph Alpha's Kolibri-1: a norm on the
 # attention's and on the MLP's output (post_self_attn_layernorm, post_mlp_layernorm) besides the
 # two pre-norms
@@ -165,7 +165,7 @@ def decoder_mlp(f: Fields, i: int) -> DenseMLP | MoE:
                 shared_expert_gate=bool(shared) and mt.startswith(("qwen2_moe", "qwen3_next", "qwen3_5")),
                 # DeepSeek-V3-style sigmoid routing keeps a per-expert correction bias
                 router_bias=f.get("topk_method") == "noaux_tc" or bool(f.get("use_routing_bias"))
-                or mt.startswith(("glm4_moe", "glm4v_moe", "glm_moe_dsa", "dots1")))
+                or mt.startswith(("glm4_moe", "glm4v_moe", "glm_moe_dsa", "dots1", "param2moe")))
 
 
 def _num_layers(f: Fields) -> int:

@@ -36,6 +36,9 @@ RENAMES = {
     **dict.fromkeys(("step3p5", "step3p7"), {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_top_k"}),
     # Lfm2Config reads block_ff_dim and tie_embedding under these names
     "lfm2": {"intermediate_size": "block_ff_dim", "tie_word_embeddings": "tie_embedding"},
+    # BharatGen Param-2 MoE (Param2MoeConfig's attribute_map: the original configs' names), GLM-4.5's model
+    "param2moe": {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts",
+                  "attention_bias": "use_qkv_bias", "num_nextn_predict_layers": "num_mtp_layers"},
     # NX-AI/xLSTM-7b's config names the width and depth as xLSTMConfig's own fields
     "xlstm": {"hidden_size": "embedding_dim", "num_hidden_layers": "num_blocks"},
 }

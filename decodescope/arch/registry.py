@@ -60,7 +60,8 @@ FAMILIES = {
     **dict.fromkeys(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text",
                      "lara_mini"), build_qwen_hybrid),  # Lara-4-Mini: ungated attention, some in a window
     # glm4v_moe(_text): GLM-4.5V / 4.6V, whose language model is GLM-4.5-Air's
-    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3"), build_nextn_decoder),
+    # param2moe: BharatGen Param-2 MoE, which transformers runs as GLM-4.5 (Glm4MoeForCausalLM)
+    **dict.fromkeys(("glm4_moe", "mimo", "glm4v_moe", "glm4v_moe_text", "hy_v3", "param2moe"), build_nextn_decoder),
     **dict.fromkeys(("cohere", "cohere2", "cohere2_moe"), build_cohere),
     "nemotron_h": build_nemotron_h,
     # GPT-NeoX / Pythia, Falcon (and its RefinedWeb configs), Phi-1/2, StableLM, OLMo v1, nanochat,
@@ -115,6 +116,9 @@ FAMILIES = {
     # Meta Muse Glimmer / Spark: gated sliding attention, sandwich norms (Spark: residual gates, pooled MoE)
     **dict.fromkeys(("muse_glimmer", "muse_glimmer_text"), _lazy("cross_vl", "build_muse_glimmer")),
     **dict.fromkeys(("muse_spark", "muse_spark_text"), _lazy("cross_vl", "build_muse_spark")),
+    "minicpm5_moe": _lazy("gated_moe", "build_minicpm5_moe"),  # OpenBMB MiniCPM 5 MoE: gated attention + DeepSeek-style MoE
+    "ergo": _lazy("ergo", "build_ergo"),  # transformers' ErgoForCausalLM (5.25)
+    "kolibri1_1": _lazy("kolibri1_1", "build_kolibri1_1"),  # Aleph Alpha Kolibri-1.1: sliding + indexed (sparse) attention, MoE
     "dory": _lazy("dory", "build_dory"),  # NVIDIA Nemotron-Labs Dory: nGPT layers, a middle section run n_recurrent_loops times
     "internlm": _lazy("remote_classic", "build_internlm"),  # InternLM v1: Llama with q/k/v/o biases (bias)
     "telechat": _lazy("remote_classic", "build_telechat"),  # TeleChat / TeleChat2: n_layer / n_head names, o_proj and down_proj biased
