@@ -6,8 +6,11 @@ hub-style field names their released configs use."""
 import json
 from pathlib import Path
 
+import pytest
+
 from decodescope.arch import load_arch
 from decodescope.arch.blocks import MoE
+from decodescope.errors import DecodescopeError
 from decodescope.model import make_deployment
 from decodescope.model.memory import per_request_cache
 
@@ -73,3 +76,12 @@ def test_param2moe_by_hand_and_under_its_original_names(write_config):
     # q, k and v biases (GLM-4.5's attention_bias: not o_proj): 2048 + 2 x 512 a layer
     assert a.params_total == total + 21 * (2048 + 2 * 512)
     assert a.params_active == total + 21 * (2048 + 2 * 512) - 20 * (64 - 6) * 3 * 2048 * 2048
+
+
+def test_a_robot_action_policy_is_refused_as_one(write_config):
+    """PI05Config (transformers 5.25; PI0Config before): a PaliGemma backbone (vlm_config) and an
+    action expert (dit_config) that denoises action chunks over num_inference_steps passes."""
+    cfg = {"model_type": "pi05", "num_inference_steps": 10, "chunk_size": 50,
+           "vlm_config": {"model_type": "paligemma"}, "dit_config": {"model_type": "gemma"}}
+    with pytest.raises(DecodescopeError, match="robot action policy"):
+        load_arch(write_config(cfg, "pi05.json"))

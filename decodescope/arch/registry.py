@@ -292,6 +292,9 @@ DRAFT_ONLY = ("gemma4_assistant", "gemma4_unified_assistant")
 # diffusion language models: a block of tokens denoised in parallel over several passes, no
 # decode round of one token a pass (transformers 5.24 DiffusionGemmaConfig)
 DIFFUSION = ("diffusion_gemma", "diffusion_gemma_text")
+# robot action policies: a vision-language backbone whose action expert denoises a chunk of
+# actions over num_inference_steps (transformers 5.25 PI0Config / PI05Config: vlm_config, dit_config)
+ACTION_POLICIES = ("pi0", "pi05")
 
 
 def _refuse_non_decoders(raw: RawConfig) -> None:
@@ -301,6 +304,11 @@ def _refuse_non_decoders(raw: RawConfig) -> None:
         raise DecodescopeError(f"{raw.source}: a diffusion language model, which denoises a block of tokens in "
                                "parallel over several passes: there is no autoregressive decode round to model",
                                "pass the config of an autoregressive model")
+    if isinstance(named[0], str) and named[0] in ACTION_POLICIES:
+        raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is a robot action policy: its action expert "
+                               "denoises a chunk of actions over several passes, no token-by-token decode round",
+                               "pass the config of an autoregressive language model (the backbone's text model is "
+                               "its vlm_config's text_config)")
     if isinstance(named[0], str) and named[0] in DRAFT_ONLY:
         raise DecodescopeError(f"{raw.source}: {raw.data['model_type']} is Gemma 4's assistant, a drafter whose layers "
                                "read the target model's KV cache and take its hidden state: it does not decode alone",
