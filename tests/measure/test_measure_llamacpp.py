@@ -52,8 +52,11 @@ def test_decode_rate_is_within_10_percent_of_the_servers_own_timings(llama_serve
     for r in measured:
         # one token per chunk: nothing held back, no estimate (a random model's output can
         # hold back incomplete UTF-8 characters; then the first chunk's count is estimated)
+        # a tiny model decodes 96 tokens in ~40 ms: one request's window moves by 10 % when the
+        # client or server is descheduled for 4 ms (seen on a 2-core box under load), so one
+        # request is held to 20 % and the suite's median, which such a hiccup does not move, to 10 %
         if len(r.itl_ms) + 1 == r.output_tokens:
-            assert r.decode_tok_s == pytest.approx(r.timings_tok_s, rel=0.10), (r.decode_tok_s, r.timings_tok_s)
+            assert r.decode_tok_s == pytest.approx(r.timings_tok_s, rel=0.20), (r.decode_tok_s, r.timings_tok_s)
     assert g["decode_tok_s"]["p50"] == pytest.approx(g["server_decode_tok_s"]["p50"], rel=0.10)
     assert_summary_reproduced(m.run_file)
 
