@@ -44,10 +44,7 @@ ERGO_DEFAULTS = {"first_dense_intermediate_size": 32768, "num_dense_blocks": 1, 
                  "moe_intermediate_size": 4096, "num_experts": 256, "num_experts_per_tok": 8,
                  "num_key_value_heads": 8, "global_attention_every_n_layers": 4}
 DEFAULT_WINDOW = 512  # ErgoConfig.sliding_window, tokens
-# (lowest, highest) of the integer fields Fields' own ranges do not cover
-ERGO_RANGES = {"first_dense_intermediate_size": (1, 1 << 20), "num_dense_blocks": (0, 1 << 12),
-               "global_attention_every_n_layers": (1, 1 << 12), "sliding_window": (1, 1 << 31),
-               "local_attention_window": (1, 1 << 31)}
+
 
 
 @dataclass(frozen=True)
@@ -64,32 +61,20 @@ class ErgoMoE(MoE):
                                     norm_tensor("shared_expert.norm", h)]
 
 
-def _int(f: Fields, key: str, default: int | None = None) -> int | None:
-    """An integer field within ERGO_RANGES (integral floats accepted), else `default`."""
-    v = f.data.get(key)
-    if v is None:
-        return default
-    lo, hi = ERGO_RANGES[key]
-    if isinstance(v, float) and v.is_integer():  # 4.0 yes; inf and nan fail is_integer()
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        shown = repr(v) if len(repr(v)) < 60 else repr(v)[:57] + "..."
-        raise DecodescopeError(f"{f.source}: field '{key}' is {shown}, expected an integer from {lo} to {hi}",
-                               f"fix \"{key}\" in the config (ErgoConfig in transformers 5.25)")
-    return v
-
-
 def _layout(f: Fields, n: int) -> tuple[list[str], list[bool], int]:
     """(attention kind per layer, MoE or not per layer, window in tokens), as ErgoConfig's
     __post_init__ fills layer_types and mlp_layer_types where a config leaves them out."""
-    every = _int(f, "global_attention_every_n_layers")
+    every = f.need("global_attention_every_n_layers")
     types = per_layer_or(f, "layer_types", ATTENTION_KINDS,
                          ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n)])
-    dense_n = _int(f, "num_dense_blocks")
+    dense_n = f.need("num_dense_blocks")
     kinds = per_layer_or(f, "mlp_layer_types", MLP_LAYER_KINDS,
                          ["dense" if i < dense_n else "sparse" for i in range(n)])
     # released checkpoints name the window local_attention_window (ErgoConfig.attribute_map)
-    window = _int(f, "sliding_window", _int(f, "local_attention_window", DEFAULT_WINDOW))
+    window = f.get("sliding_window", "local_attention_window", default=DEFAULT_WINDOW)
+    if window < 1 and "sliding_attention" in types:  # 0 would read as no window at all
+        raise DecodescopeError(f"{f.source}: sliding_window {window}: Ergo's sliding layers need a window",
+                               f"give sliding_window ({DEFAULT_WINDOW} in ErgoConfig)")
     return types, [MLP_LAYER_KINDS[k] for k in kinds], window
 
 
@@ -127,7 +112,7 @@ def build_ergo(f: Fields):
     types, routed_at, window = _layout(f, n)
     extra = tuple(norm_tensor(name, h) for name in ("pre_feedforward_layernorm", "post_feedforward_layernorm",
                                                     "attention_residual_gate", "feedforward_residual_gate"))
-    dense = DenseMLP(h, _int(f, "first_dense_intermediate_size"), gated=False) if not all(routed_at) else None
+    dense = DenseMLP(h, f.need("first_dense_intermediate_size"), gated=False) if not all(routed_at) else None
     routed = None
     if any(routed_at):
         shared = f.need("shared_intermediate_size", "Ergo's shared expert")

@@ -94,6 +94,13 @@ INT_RANGES = {
     "window_size": (1, 1 << 31),  # GPT-Neo's local layers: the keys each query sees
     # GLM-5.3-Flash's indexer: keys per pool; GlmMoeDsaConfig's indexer schedule (every freq-th from offset)
     "index_kpool": _COUNT, "index_topk_freq": _COUNT, "index_skip_topk_offset": (0, 1 << 12),
+    # Ergo: the dense blocks' width and count, the global-attention period, the window's other name
+    "first_dense_intermediate_size": _SIZE, "num_dense_blocks": _OPTIONAL, "global_attention_every_n_layers": _COUNT,
+    "local_attention_window": (1, 1 << 31),
+    # Kolibri-1.1: its dense layers' width, the indexer's scoring heads, pool, block size, sink and local tokens
+    "mlp_only_intermediate_size": _SIZE, "index_num_heads": _COUNT,
+    **dict.fromkeys(("index_pool_size", "index_compression"), (1, 1 << 31)),
+    **dict.fromkeys(("index_num_sink_tokens", "index_num_local_tokens"), (0, 1 << 31)),
 }
 MAX_LIST = 4096  # longest per-layer list (layer_types, pattern letters, block_configs)
 

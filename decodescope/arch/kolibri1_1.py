@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 
 from decodescope.arch.blocks import Attention, DenseMLP, Layer, Tensor
 from decodescope.arch.build import attention, moe
-from decodescope.arch.fields import INT_RANGES, Fields
+from decodescope.arch.fields import Fields
 from decodescope.errors import DecodescopeError
 
 SLIDING, INDEXED = "sliding_attention", "indexed_attention"
@@ -38,7 +38,6 @@ DEFAULTS = {"head_dim": 128, "sliding_window": 513, "num_key_value_heads": 4, "n
 # for each indexed layer in turn, which indexed layer (its rank among them) it takes K/V from:
 # Kolibri1_1Config.__post_init__'s default kv_source_layers, which covers 10 indexed layers
 DEFAULT_KV_SOURCES = (0, 0, 0, 3, 4, 5, 5, 5, 5, 0)
-BIG = 1 << 31  # ceiling of the token counts (pool, sinks, local tokens), as index_topk's
 
 
 @dataclass(frozen=True)
@@ -83,17 +82,6 @@ class IndexedAttention(Attention):
         # element to average the keys into summaries
         scores = 2 * self.index_heads * self.head_dim * (min(context, self.pool_size) + blocks)
         return attended + scores + (self.head_dim * context if blocks else 0)
-
-
-def _int(f: Fields, key: str, lo: int, hi: int) -> int:
-    """`key` as an int from lo to hi (Fields checks only the keys of INT_RANGES)."""
-    v = f.need(key, "Kolibri-1.1")
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise DecodescopeError(f"{f.source}: field '{key}' is {str(v)[:40]!r}, expected an integer from {lo} to {hi}",
-                               f"fix \"{key}\" (Kolibri1_1Config's default: {DEFAULTS.get(key)})")
-    return v
 
 
 def _layer_list(f: Fields, key: str, n: int, default: list[int]) -> list[int]:
@@ -156,16 +144,19 @@ def kv_sources(f: Fields, types: list[str]) -> list[int]:
 
 def _indexed(f: Fields, base: Attention, pool_source: bool) -> IndexedAttention:
     heads, kv = f.need("num_attention_heads"), base.num_key_value_heads
-    index_heads = _int(f, "index_num_heads", 1, max(1, heads // max(1, kv)))  # the query heads of key head 0
+    index_heads = f.need("index_num_heads")
+    if index_heads > max(1, heads // max(1, kv)):  # it scores with the query heads of key head 0
+        raise DecodescopeError(f"{f.source}: index_num_heads {index_heads} is more than the {heads // max(1, kv)} "
+                               "query heads that share key head 0", "fix index_num_heads (12 in Kolibri1_1Config)")
     topk = f.need("index_topk")
     if topk < 1:
         raise DecodescopeError(f"{f.source}: index_topk 0: indexed attention attends to the top-k keys its "
                                "indexer picks", "give index_topk (2048 in Kolibri1_1Config)")
-    pool, blocks = _int(f, "index_pool_size", 1, BIG), _int(f, "index_compression", 1, BIG)
+    pool, blocks = f.need("index_pool_size"), f.need("index_compression")
     if pool % blocks:
         raise DecodescopeError(f"{f.source}: index_pool_size {pool} is not a multiple of index_compression {blocks}",
                                "fix index_pool_size or index_compression (16384 and 16 in Kolibri1_1Config)")
-    budget = topk + _int(f, "index_num_sink_tokens", 0, BIG) + _int(f, "index_num_local_tokens", 0, BIG)
+    budget = topk + f.need("index_num_sink_tokens") + f.need("index_num_local_tokens")
     return IndexedAttention(**asdict(base), index_heads=index_heads, budget=budget, pool_size=pool,
                             compression=blocks, pool_source=pool_source)
 
@@ -195,7 +186,7 @@ def build_kolibri1_1(f: Fields):
     if SLIDING in types and window < 1:
         raise DecodescopeError(f"{f.source}: sliding-attention layers need a positive sliding_window",
                                "give sliding_window (513 in Kolibri1_1Config)")
-    dense = DenseMLP(h, _int(f, "mlp_only_intermediate_size", 1, INT_RANGES["intermediate_size"][1])) if dense_at else None
+    dense = DenseMLP(h, f.need("mlp_only_intermediate_size")) if dense_at else None
     routed = moe(f, shared_expert_intermediate_size=f.get("shared_expert_intermediate_size", default=0),
                  router_bias=True) if len(dense_at) < n else None
     post = tuple(Tensor(name, (h,), "rep", linear=False) for name in ("post_self_attn_layernorm", "post_mlp_layernorm"))

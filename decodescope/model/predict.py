@@ -96,9 +96,14 @@ def ceiling_rates(d: Deployment) -> Rates:
                  link_bw=link_bandwidth(d))
 
 
+def weight_kernels(d: Deployment) -> set[str]:
+    """The kernel families (format_efficiency keys) the target's and the draft's weights use."""
+    return d.weights.kernels | (d.draft_weights or d.weights).kernels
+
+
 def expected_rates(d: Deployment) -> Rates:
     g, e = d.gpu, d.profile
-    fmts = d.weights.kernels | (d.draft_weights or d.weights).kernels
+    fmts = weight_kernels(d)
     alpha_s, nccl_reason = allreduce_alpha(d)
     return Rates(bw=g.memory_bw_bytes_s * e.bw_eff("bf16", g.memory_type),
                  bw_by_format={f: g.memory_bw_bytes_s * e.bw_eff(e.kernel_on(f, g.flops), g.memory_type) for f in fmts},
@@ -174,7 +179,7 @@ def unmeasured_note(d: Deployment) -> tuple[str, ...]:
 def weight_only_note(d: Deployment) -> tuple[str, ...]:
     """Formats the GPU has no math for, which the engine reads with a weight-only kernel instead."""
     e, g = d.engine, d.gpu
-    swapped = sorted(f for f in d.weights.kernels | (d.draft_weights or d.weights).kernels if e.kernel_on(f, g.flops) != f)
+    swapped = sorted(f for f in weight_kernels(d) if e.kernel_on(f, g.flops) != f)
     return tuple(f"{f} weights on {g.id} (no {f} tensor cores): {e.id} reads them with its weight-only kernel in "
                  f"16-bit math, at its {e.kernel_on(f, g.flops)} kernels' bandwidth share" for f in swapped)
 
