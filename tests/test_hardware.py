@@ -92,13 +92,14 @@ def test_no_alias_is_claimed_by_two_gpus_or_shadows_another_id():
 def test_every_number_of_every_gpu_has_a_source(gpu_id):
     table = _raw()["gpu"][gpu_id]
     sources = table["sources"]
-    for key in (*NUMERIC_KEYS, "link", "memory_type", "p2p"):
+    for key in (*NUMERIC_KEYS, "link", "memory_type", "p2p", "link_peers"):
         if key in table:
             text = sources.get(key, "")
             assert text.startswith(("https://", "derived", "project reference gpu-specs.md")), (
                 f"{gpu_id}.{key} source must be a URL with a quote or a derivation: {text!r}"
             )
-    assert set(sources) <= {*NUMERIC_KEYS, "link", "memory_type", "p2p"}, f"{gpu_id}: a source for a number that is not there"
+    assert set(sources) <= {*NUMERIC_KEYS, "link", "memory_type", "p2p", "link_peers"}, \
+        f"{gpu_id}: a source for a number that is not there"
 
 
 @pytest.mark.parametrize("ic_id", REQUIRED_INTERCONNECTS)

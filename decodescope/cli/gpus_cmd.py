@@ -19,6 +19,7 @@ _ROWS = [
     ("fp4 tensor (dense)", "flops.fp4", 1e12, "TFLOP/s"),
     ("link", "link", None, ""),
     ("link bandwidth / direction", "link_bw_bytes_s", 1e9, "GB/s"),
+    ("peers with a link of their own", "link_peers", 1, ""),
     ("PCIe generation", "pcie_gen", 1, ""),
     ("PCIe lanes", "pcie_lanes", 1, ""),
 ]
@@ -48,6 +49,8 @@ def _echo_json(value):
 def _value(gpu, field):
     if field.startswith("flops."):
         return gpu.flops.get(field.removeprefix("flops."))
+    if field == "link_peers" and field not in gpu.sources:  # the default, one link: nothing to show
+        return None
     return getattr(gpu, field)
 
 

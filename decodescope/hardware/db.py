@@ -25,7 +25,7 @@ _FLOPS = {  # dense tensor rates; TOP/s counts as FLOP/s for int8
     "int8_tops": "int8",
     "fp4_tflops": "fp4",
 }
-_TEXT = ("name", "vendor", "aliases", "link", "memory_type", "p2p", "sources")
+_TEXT = ("name", "vendor", "aliases", "link", "memory_type", "p2p", "link_peers", "sources")
 MEMORY_TYPES = ("hbm", "gddr", "lpddr")
 NUMERIC_KEYS = (*_SCALARS, *_FLOPS)
 # vendor words people type in front of a product name ("NVIDIA GeForce RTX 4090")
@@ -74,7 +74,7 @@ def _gpu(gid: str, t: dict) -> GPU:
     if unknown or missing:
         raise _data_error(f"gpu.{gid}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
     sources = t.get("sources", {})
-    unsourced = [k for k in (*NUMERIC_KEYS, "link", "memory_type", "p2p") if k in t and not sources.get(k)]
+    unsourced = [k for k in (*NUMERIC_KEYS, "link", "memory_type", "p2p", "link_peers") if k in t and not sources.get(k)]
     if unsourced:
         raise _data_error(f"gpu.{gid} has numbers without a source: {unsourced}")
     if t["link"] not in _raw()["interconnect"]:
@@ -91,6 +91,7 @@ def _gpu(gid: str, t: dict) -> GPU:
         link=t["link"],
         memory_type=t["memory_type"],
         p2p=t.get("p2p", True),
+        link_peers=t.get("link_peers", 1),
         sources={_si_key(k): v for k, v in sources.items()},
         **scalars,
     )

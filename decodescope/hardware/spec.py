@@ -22,6 +22,9 @@ class GPU:
     pcie_lanes: int
     memory_type: str = ""  # "hbm" | "gddr" | "lpddr" (unified): engines' kernels reach different fractions
     p2p: bool = True  # PCIe peer-to-peer between two of these cards (GeForce drivers disable it)
+    # peers the GPU has a link of its own to, each at link_bw (a full mesh: AMD's 8-GPU xGMI
+    # boards); an allreduce among n GPUs streams over min(n - 1, link_peers) of them at once
+    link_peers: int = 1
     sources: dict[str, str] = field(default_factory=dict)  # field name -> "URL: 'quote'" or "measured by calibrate"
 
     def peak_flops(self, dtype: str) -> float:

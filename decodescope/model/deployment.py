@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from decodescope.arch import Arch
 from decodescope.errors import DecodescopeError
 from decodescope.hardware.spec import GPU, Interconnect
-from decodescope.model.engines import Backend, EngineProfile, engines
+from decodescope.model.engines import Backend, EngineProfile, QuantAfter, engines
 from decodescope.model.formats import WeightFormat
 from decodescope.model.ops import unique_layers
 
@@ -148,6 +148,9 @@ class Deployment:
     # tokens per pass the build's MoE mat-vec kernel takes where it differs from the profile's
     # (current builds): llama.cpp builds of 2025 left it above one token (validate rows of such builds)
     moe_matvec_max_tokens: int | None = None
+    # the producers after which the build quantizes FP8 GEMM inputs in kernels of their own, where
+    # it differs from the profile's (current builds): vLLM V0 builds fused none (validate rows)
+    fp8_quant_after: tuple[QuantAfter, ...] | None = None
 
     @property
     def gpus(self) -> int:
@@ -184,7 +187,13 @@ class Deployment:
                 "same_tokens": self.same_tokens, "split_rows": self.split_rows,
                 "kv_per_query_head": self.kv_per_query_head,
                 "backend": self.runs_on.value if self.runs_on else None,
-                "moe_matvec_max_tokens": self.moe_matvec_max_tokens}
+                "moe_matvec_max_tokens": self.moe_matvec_max_tokens,
+                "fp8_quant_after": [q.value for q in self.quant_after]}
+
+    @property
+    def quant_after(self) -> tuple[QuantAfter, ...]:
+        """EngineProfile.fp8_quant_after, or the build's own where the deployment names it."""
+        return self.engine.fp8_quant_after if self.fp8_quant_after is None else self.fp8_quant_after
 
 
 def check(arch: Arch, d: Deployment) -> None:

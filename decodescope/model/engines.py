@@ -22,6 +22,17 @@ BACKEND_OVERRIDABLE = ("kernel_floor_us", "format_efficiency", "memory_efficienc
                        "moe_matvec_per_pair", "moe_matvec_efficiency", "moe_matvec_skips")
 
 
+class QuantAfter(Enum):
+    """What produces an FP8 linear layer's input, after which the activations are quantized
+    (model/actquant.py): the norm before a block's projections, the mixer (attention, recurrence)
+    before its output projection, the MLP's activation before its down projection, the MoE op
+    before each of its expert GEMMs."""
+    NORM = "norm"
+    MIXER = "mixer"
+    ACTIVATION = "activation"
+    MOE = "moe"
+
+
 class Backend(Enum):
     """The GPU backend an engine was built for: it picks the kernels that run (llama.cpp's
     ggml backends, SGLang's CUDA and ROCm builds; engines.toml says what differs between them)."""
@@ -92,6 +103,9 @@ class EngineProfile:
     # a format whose math the GPU lacks (FP8 below compute capability 8.9) is read by a weight-only
     # kernel instead: format_efficiency key -> the key of that kernel's family (fp8 -> Marlin W8A16: int8)
     weight_only_fallback: dict[str, str] = field(default_factory=dict)
+    # the producers after which the engine quantizes an FP8 GEMM's input in a kernel of its own
+    # (not fused into the producer's kernel); (): every one fused, or not read (model/actquant.py)
+    fp8_quant_after: tuple[QuantAfter, ...] = ()
     source: str = ""
     fields_source: str = ""  # where the structural fields above (memory, head, embedding, state) come from
 
@@ -139,10 +153,20 @@ def engines() -> dict[str, EngineProfile]:
         # a backend's values from the source (serving) and fitted (engine) make one by_backend
         read, fitted = extra.pop("by_backend", {}), v.get("by_backend", {})
         by_backend = {b: {**read.get(b, {}), **fitted.get(b, {})} for b in {*read, *fitted}}
+        extra["fp8_quant_after"] = quant_after(extra.get("fp8_quant_after", ()), f"serving.{k}.fp8_quant_after")
         if "vendors" not in extra and extra["backend_vendors"]:  # the makers its builds run on
             extra["vendors"] = tuple(sorted({x for vs in extra["backend_vendors"].values() for x in vs}))
         out[k] = _checked_backends(EngineProfile(id=k, **{**v, "by_backend": by_backend}, **extra))
     return out
+
+
+def quant_after(names, where: str) -> tuple[QuantAfter, ...]:
+    """QuantAfter members by value; a name outside them is refused (a typo would price nothing)."""
+    known = {q.value for q in QuantAfter}
+    odd = [n for n in names if n not in known]
+    if odd:
+        raise DecodescopeError(f"{where}: unknown producer(s) {', '.join(map(str, odd))}", f"use {', '.join(sorted(known))}")
+    return tuple(QuantAfter(n) for n in names)
 
 
 def _checked_backends(e: EngineProfile) -> EngineProfile:

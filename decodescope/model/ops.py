@@ -10,6 +10,7 @@ from math import comb
 from typing import TYPE_CHECKING, NamedTuple
 
 from decodescope.arch import MLA, Arch, Attention, Layer, MoE, PooledKV, StateMixer, Tensor
+from decodescope.model.actquant import quant_kernels
 from decodescope.model.formats import WeightFormat
 from decodescope.model.kloop import k_loop_excess_s
 
@@ -29,6 +30,7 @@ class Rates(NamedTuple):
     kernel_floor_s: float  # fixed time per kernel
     allreduce_alpha_s: float
     link_bw: float  # bytes/s per direction between two GPUs of the group
+    link_peers: int = 1  # GPU.link_peers on its own link (a full mesh), else 1
     # the engine's decode attention reads the KV cache once per query head (expected rates
     # of a Deployment.kv_per_query_head; the ceiling takes a kernel that reads it once)
     kv_per_query_head: bool = False
@@ -235,8 +237,10 @@ def link_time_s(r: Rates, wire_bytes: float, exchanges: int = 1) -> float:
 
 
 def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
-    """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth."""
-    return Op("allreduce", name, msg_bytes, 0.0, link_time_s(r, 2 * (n - 1) / n * msg_bytes), "comm")
+    """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth, the bytes spread over the
+    links a full mesh gives each GPU to its n - 1 peers (RCCL runs one ring per link)."""
+    wire = 2 * (n - 1) / n * msg_bytes / min(n - 1, r.link_peers)
+    return Op("allreduce", name, msg_bytes, 0.0, link_time_s(r, wire), "comm")
 
 
 _UNIQUE: dict[int, tuple] = {}
@@ -273,6 +277,8 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed)
     k_loops = k_loop_excess_s(layer.tensors(), [op.time_s for op in ops], fmt, moe, d.tp, r.fp8_k_block_s, mtp)
     ops += [Op("kernels", "fp8 GEMM K loops", 0.0, 0.0, k_loops, "fixed")] if k_loops else []
+    quant = quant_kernels(layer, fmt, d.quant_after, bool(d.gpu.flops.get("fp8")), mtp)
+    ops += [Op("kernels", "fp8 input quantization", 0.0, 0.0, quant * r.kernel_floor_s, "fixed")] if quant else []
     ops += batched_moe_ops(layer.tensors(), moe, fmt, d, tokens, routed, r, mtp)
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
     for m in getattr(layer.mixer, "parts", (layer.mixer,)):
@@ -337,7 +343,7 @@ def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_pe
     ops = weight_ops([arch.final_norm, head], None, fmt, d, tokens, r)
     if d.tp > 1 and head.shard == "vocab":
         msg = tokens * head.shape[0] * ACT_BYTES  # the gathered logits
-        ops.append(Op("allreduce", "logits gather", msg, 0.0, link_time_s(r, (d.tp - 1) / d.tp * msg), "comm"))
+        ops.append(Op("allreduce", "logits gather", msg, 0.0, link_time_s(r, (d.tp - 1) / d.tp * msg / min(d.tp - 1, r.link_peers)), "comm"))
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, 4 * r.kernel_floor_s, "fixed"))  # norm, head, sample
     return ops
 

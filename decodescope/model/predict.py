@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from decodescope.arch import Arch, MoE
 from decodescope.errors import DecodescopeError
+from decodescope.model.actquant import quant_note
 from decodescope.model.deployment import Deployment, check
 from decodescope.model.memory import MemoryFit, fit_options, memory_fit
 from decodescope.model.ops import Rates, lm_head, routed_tokens, unique_layers, weight_ops
@@ -61,6 +62,11 @@ def link_bandwidth(d: Deployment) -> float:
     return bw
 
 
+def link_peers(d: Deployment) -> int:
+    """Peers each GPU reaches over a link of its own (GPU.link_peers) on its own link type, else 1."""
+    return d.gpu.link_peers if d.link.id == d.gpu.link else 1
+
+
 def allreduce_alpha(d: Deployment) -> tuple[float, str]:
     """(seconds, why): the engines' one-shot custom allreduce needs P2P, and on PCIe
     vLLM / SGLang use it for 2 GPUs only; otherwise NCCL's latency applies."""
@@ -93,7 +99,7 @@ def ceiling_rates(d: Deployment) -> Rates:
     g = d.gpu
     return Rates(bw=g.memory_bw_bytes_s, bw_by_format={}, flops=peak_flops(g),
                  kernel_floor_s=0.0, allreduce_alpha_s=0.0,
-                 link_bw=link_bandwidth(d))
+                 link_bw=link_bandwidth(d), link_peers=link_peers(d))
 
 
 def weight_kernels(d: Deployment) -> set[str]:
@@ -110,7 +116,8 @@ def expected_rates(d: Deployment) -> Rates:
                  flops={t: f * e.flops_efficiency for t, f in peak_flops(g).items()},
                  kernel_floor_s=e.kernel_floor_us * 1e-6,
                  allreduce_alpha_s=alpha_s * e.allreduce_latency_scale,
-                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), kv_per_query_head=d.kv_per_query_head,
+                 link_bw=link_bandwidth(d) * allreduce_bw_efficiency(d, nccl_reason), link_peers=link_peers(d),
+                 kv_per_query_head=d.kv_per_query_head,
                  moe_batched=moe_batched(d), fp8_k_block_s=e.fp8_gemm_us_per_k_block * 1e-6,
                  moe_matvec_per_pair=e.moe_matvec_per_pair, moe_matvec_eff=e.moe_matvec_efficiency)
 
@@ -193,7 +200,7 @@ def predict(arch: Arch, d: Deployment, with_levers: bool = False, max_positions:
         from decodescope.model.levers import levers  # levers re-run this module's estimates
         found = tuple(levers(arch, d, expected.tok_s, expected.bound))
     notes = arch.notes + ((allreduce_alpha(d)[1],) if d.gpus > 1 and allreduce_alpha(d)[1] else ())
-    notes += batched_moe_note(arch, d) + unmeasured_note(d) + weight_only_note(d)
+    notes += batched_moe_note(arch, d) + unmeasured_note(d) + weight_only_note(d) + quant_note(arch.layers, d)
     end = d.context + d.spec.tokens_per_verify
     if max_positions and end > max_positions:
         # a learned position table (GPT-2, OPT) has no row past its end: engines refuse such requests

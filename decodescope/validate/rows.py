@@ -12,7 +12,7 @@ from pathlib import Path
 from decodescope.arch import Arch, load_arch
 from decodescope.errors import DecodescopeError
 from decodescope.model import Deployment, make_deployment, parse_format
-from decodescope.model.engines import EngineProfile
+from decodescope.model.engines import EngineProfile, quant_after
 from decodescope.model.deployment import check, check_backend, parse_backend
 from decodescope.model.predict import estimates
 from decodescope.model.prefill import end_to_end, serving
@@ -150,6 +150,8 @@ def _case(pub: dict, dep: dict, data: Path) -> Case:
         check_backend(d)
     if dep.get("moe_matvec_max_tokens"):
         d = replace(d, moe_matvec_max_tokens=int(dep["moe_matvec_max_tokens"]))
+    if dep.get("fp8_quant_after"):  # the build's unfused producers, space-separated (QuantAfter values)
+        d = replace(d, fp8_quant_after=quant_after(dep["fp8_quant_after"].split(), "fp8_quant_after"))
     if dep["draft_weights"]:
         d = replace(d, draft_weights=parse_format(dep["draft_weights"]))
     try:
