@@ -43,3 +43,17 @@ def test_mi300x_cards_over_pcie_share_one_link():
     """--link pcie: the mesh is not what joins them, so no peer gets a link of its own."""
     pcie_gen5_x16 = _allreduce_s("mi300x", 8, link="pcie")
     assert pcie_gen5_x16 > _allreduce_s("mi300x", 8) * 3
+
+
+@pytest.mark.parametrize("peers", [0, 7.5, "7"])
+def test_a_link_peers_entry_must_be_a_whole_number(peers):
+    """gpus.toml is data: a peer count that is not a whole number >= 1 is one clear error."""
+    import copy
+
+    from decodescope.errors import DecodescopeError
+    from decodescope.hardware.db import _gpu, _raw
+
+    table = copy.deepcopy(_raw()["gpu"]["mi300x"])
+    table["link_peers"] = peers
+    with pytest.raises(DecodescopeError, match="link_peers"):
+        _gpu("mi300x", table)

@@ -81,6 +81,9 @@ def _gpu(gid: str, t: dict) -> GPU:
         raise _data_error(f"gpu.{gid} link '{t['link']}' is not an [interconnect.*] table")
     if t["memory_type"] not in MEMORY_TYPES:
         raise _data_error(f"gpu.{gid} memory_type '{t['memory_type']}' is not one of {MEMORY_TYPES}")
+    peers = t.get("link_peers", 1)
+    if type(peers) is not int or peers < 1:
+        raise _data_error(f"gpu.{gid} link_peers {peers!r} is not a whole number >= 1")
     scalars = {field: t[k] * f for k, (field, f) in _SCALARS.items()}
     return GPU(
         id=gid,
@@ -91,7 +94,7 @@ def _gpu(gid: str, t: dict) -> GPU:
         link=t["link"],
         memory_type=t["memory_type"],
         p2p=t.get("p2p", True),
-        link_peers=t.get("link_peers", 1),
+        link_peers=peers,
         sources={_si_key(k): v for k, v in sources.items()},
         **scalars,
     )

@@ -7,10 +7,14 @@ the profile's kernel floor. Which producers an engine leaves unfused is engines.
 (serving.<engine> fp8_quant_after, with the source lines that show it)."""
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from decodescope.arch import Layer, MLA, MoE
 from decodescope.model.engines import QuantAfter
 from decodescope.model.formats import WeightFormat
+
+if TYPE_CHECKING:  # deployment imports ops, which imports this module
+    from decodescope.model.deployment import Deployment
 
 NORM, MIXER, ACTIVATION, MOE = QuantAfter.NORM, QuantAfter.MIXER, QuantAfter.ACTIVATION, QuantAfter.MOE
 
@@ -51,9 +55,9 @@ def quant_kernels(layer: Layer, fmt: WeightFormat, after: tuple[QuantAfter, ...]
     return sum(p in after for p in fp8_inputs(layer, fmt, mtp))
 
 
-def quant_note(layers, d) -> tuple[str, ...]:
-    """One line saying how many kernels a pass spends quantizing FP8 inputs, if any
-    (`layers`: the target's decoder layers; `d`: the Deployment)."""
+def quant_note(layers: tuple[Layer, ...], d: "Deployment") -> tuple[str, ...]:
+    """One line saying how many kernels a pass of the target's decoder `layers` spends
+    quantizing FP8 inputs, if any."""
     has_fp8 = bool(d.gpu.flops.get("fp8"))
     n = sum(quant_kernels(layer, d.weights, d.quant_after, has_fp8) for layer in layers)
     if not n:

@@ -236,10 +236,15 @@ def link_time_s(r: Rates, wire_bytes: float, exchanges: int = 1) -> float:
     return exchanges * r.allreduce_alpha_s + wire_bytes / r.link_bw
 
 
+def mesh_links(n: int, r: Rates) -> int:
+    """Links a GPU's share of a collective among n GPUs spreads over: one per peer where the
+    GPUs form a full mesh (RCCL runs one ring per link), else its one link."""
+    return max(1, min(n - 1, r.link_peers))
+
+
 def allreduce_op(name: str, msg_bytes: float, n: int, r: Rates) -> Op:
-    """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth, the bytes spread over the
-    links a full mesh gives each GPU to its n - 1 peers (RCCL runs one ring per link)."""
-    wire = 2 * (n - 1) / n * msg_bytes / min(n - 1, r.link_peers)
+    """Ring allreduce: alpha + 2(n-1)/n * bytes / link bandwidth (over mesh_links links)."""
+    wire = 2 * (n - 1) / n * msg_bytes / mesh_links(n, r)
     return Op("allreduce", name, msg_bytes, 0.0, link_time_s(r, wire), "comm")
 
 
@@ -343,7 +348,7 @@ def head_ops(arch: Arch, fmt: WeightFormat, d: Deployment, batch: int, tokens_pe
     ops = weight_ops([arch.final_norm, head], None, fmt, d, tokens, r)
     if d.tp > 1 and head.shard == "vocab":
         msg = tokens * head.shape[0] * ACT_BYTES  # the gathered logits
-        ops.append(Op("allreduce", "logits gather", msg, 0.0, link_time_s(r, (d.tp - 1) / d.tp * msg / min(d.tp - 1, r.link_peers)), "comm"))
+        ops.append(Op("allreduce", "logits gather", msg, 0.0, link_time_s(r, (d.tp - 1) / d.tp * msg / mesh_links(d.tp, r)), "comm"))
     ops.append(Op("kernels", "kernel floors", 0.0, 0.0, 4 * r.kernel_floor_s, "fixed"))  # norm, head, sample
     return ops
 
