@@ -89,3 +89,13 @@ def test_the_model_says_how_many_kernels_quantize():
     assert any(n.startswith("128 kernels a pass quantize FP8") and f"{128 * floor / 1e3:.2f} ms" in n for n in notes)
     arch_bf16 = predict(arch, make_deployment(arch, "h100-sxm", weights="bf16", engine="sglang")).notes
     assert not any("quantize FP8" in n for n in arch_bf16)
+
+
+def test_explain_names_them_in_the_kernel_floor_term():
+    """The gap's kernel-floor term says how many of its kernels quantize FP8 inputs."""
+    from decodescope.explain.gap import Term, modelled_terms
+    from decodescope.model import predict
+    arch = load_arch("llama-3.1-8b")
+    d = make_deployment(arch, "h100-sxm", weights="fp8", engine="vllm")
+    floors = next(t for t in modelled_terms(arch, d, predict(arch, d)) if t.term is Term.KERNEL_FLOORS)
+    assert "32 a pass quantize FP8 layers' inputs" in floors.note

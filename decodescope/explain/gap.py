@@ -15,6 +15,7 @@ from math import ceil
 
 from decodescope.arch import Arch
 from decodescope.explain.observations import LogFacts, TraceFacts
+from decodescope.model.actquant import quant_kernels_per_pass
 from decodescope.model.deployment import Deployment
 from decodescope.model.engines import EAGER_KERNEL_US, GRAPH_KERNEL_US
 from decodescope.model.predict import Prediction, allreduce_alpha, ceiling_rates, expected_rates, peak_flops
@@ -98,6 +99,8 @@ def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
         return sum(e.get(k, 0.0) - c.get(k, 0.0) for k in keys)
 
     eng, why = d.profile, _nccl_note(d)
+    quant = quant_kernels_per_pass(arch.layers, d)
+    quant_why = f"; {quant} a pass quantize FP8 layers' inputs ({eng.id} does not fuse them)" if quant else ""
     cal = _calibrated(eng.source)
     src, link_src = (Source.CALIBRATION if cal else Source.MODEL,
                      Source.CALIBRATION if _calibrated(d.link.source) else Source.MODEL)
@@ -109,8 +112,8 @@ def modelled_terms(arch: Arch, d: Deployment, p: Prediction) -> list[GapTerm]:
                 f"{d.gpu.memory_bw_bytes_s / 1e9:.0f} GB/s" if cal else
                 f"weights, KV cache and state at the {eng.id} profile's achieved bandwidth, not the datasheet's"),
         GapTerm(Term.KERNEL_FLOORS, diff("kernels"), src,
-                f"{eng.kernel_floor_us:.2f} us per kernel whatever its bytes (measured by calibrate)" if cal else
-                f"{eng.kernel_floor_us:g} us per kernel whatever its bytes ({eng.id} profile)"),
+                (f"{eng.kernel_floor_us:.2f} us per kernel whatever its bytes (measured by calibrate)" if cal else
+                 f"{eng.kernel_floor_us:g} us per kernel whatever its bytes ({eng.id} profile)") + quant_why),
         GapTerm(Term.ALLREDUCE, diff("allreduce"), link_src,
                 ("allreduce latency measured by calibrate, "
                  f"{d.link.allreduce_latency_s * 1e6:.1f} us" if link_src == Source.CALIBRATION else

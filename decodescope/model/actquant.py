@@ -55,11 +55,15 @@ def quant_kernels(layer: Layer, fmt: WeightFormat, after: tuple[QuantAfter, ...]
     return sum(p in after for p in fp8_inputs(layer, fmt, mtp))
 
 
-def quant_note(layers: tuple[Layer, ...], d: "Deployment") -> tuple[str, ...]:
-    """One line saying how many kernels a pass of the target's decoder `layers` spends
-    quantizing FP8 inputs, if any."""
+def quant_kernels_per_pass(layers: tuple[Layer, ...], d: "Deployment") -> int:
+    """Kernels a pass of the target's decoder `layers` spends quantizing FP8 inputs."""
     has_fp8 = bool(d.gpu.flops.get("fp8"))
-    n = sum(quant_kernels(layer, d.weights, d.quant_after, has_fp8) for layer in layers)
+    return sum(quant_kernels(layer, d.weights, d.quant_after, has_fp8) for layer in layers)
+
+
+def quant_note(layers: tuple[Layer, ...], d: "Deployment") -> tuple[str, ...]:
+    """One line saying how many kernels a pass spends quantizing FP8 inputs, if any."""
+    n = quant_kernels_per_pass(layers, d)
     if not n:
         return ()
     after = ", ".join(q.value for q in d.quant_after)
