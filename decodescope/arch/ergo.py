@@ -46,7 +46,6 @@ ERGO_DEFAULTS = {"first_dense_intermediate_size": 32768, "num_dense_blocks": 1, 
 DEFAULT_WINDOW = 512  # ErgoConfig.sliding_window, tokens
 
 
-
 @dataclass(frozen=True)
 class ErgoMoE(MoE):
     """MoE's routed experts (ungated relu2), fp32 router, correction bias and shared expert, plus

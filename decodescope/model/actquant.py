@@ -45,20 +45,19 @@ def fp8_inputs(layer: Layer, fmt: WeightFormat, mtp: bool = False) -> tuple[Quan
     return out
 
 
-def quant_kernels(layer: Layer, fmt: WeightFormat, after: tuple[QuantAfter, ...], has_fp8_math: bool,
-                  mtp: bool = False) -> int:
-    """Kernels of their own that quantize the layer's FP8 GEMM inputs: those produced by what
-    the engine does not fuse the quantization into (`after`). None on a GPU without FP8 math,
-    whose engines read FP8 weights with a weight-only kernel on 16-bit activations."""
-    if not after or not has_fp8_math:
+def quant_kernels(layer: Layer, fmt: WeightFormat, d: "Deployment", mtp: bool = False) -> int:
+    """Kernels of their own that quantize the layer's FP8 GEMM inputs under `fmt`: those produced
+    by what the deployment's build does not fuse the quantization into (Deployment.quant_after).
+    None on a GPU without FP8 math, whose engines read FP8 weights with a weight-only kernel on
+    16-bit activations."""
+    if not d.quant_after or not d.gpu.flops.get("fp8"):
         return 0
-    return sum(p in after for p in fp8_inputs(layer, fmt, mtp))
+    return sum(p in d.quant_after for p in fp8_inputs(layer, fmt, mtp))
 
 
 def quant_kernels_per_pass(layers: tuple[Layer, ...], d: "Deployment") -> int:
     """Kernels a pass of the target's decoder `layers` spends quantizing FP8 inputs."""
-    has_fp8 = bool(d.gpu.flops.get("fp8"))
-    return sum(quant_kernels(layer, d.weights, d.quant_after, has_fp8) for layer in layers)
+    return sum(quant_kernels(layer, d.weights, d) for layer in layers)
 
 
 def quant_note(layers: tuple[Layer, ...], d: "Deployment") -> tuple[str, ...]:

@@ -282,7 +282,7 @@ def layer_ops(layer: Layer, fmt: WeightFormat, d: Deployment, batch: int, tokens
     ops = weight_ops(layer.tensors(), moe, fmt, d, tokens, r, mtp, routed)
     k_loops = k_loop_excess_s(layer.tensors(), [op.time_s for op in ops], fmt, moe, d.tp, r.fp8_k_block_s, mtp)
     ops += [Op("kernels", "fp8 GEMM K loops", 0.0, 0.0, k_loops, "fixed")] if k_loops else []
-    quant = quant_kernels(layer, fmt, d.quant_after, bool(d.gpu.flops.get("fp8")), mtp)
+    quant = quant_kernels(layer, fmt, d, mtp)
     ops += [Op("kernels", "fp8 input quantization", 0.0, 0.0, quant * r.kernel_floor_s, "fixed")] if quant else []
     ops += batched_moe_ops(layer.tensors(), moe, fmt, d, tokens, routed, r, mtp)
     # a Falcon-H1 ParallelHybrid mixer holds attention and Mamba2 side by side: both run
