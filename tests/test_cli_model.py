@@ -55,6 +55,8 @@ def test_terminal_shows_the_same_numbers_as_json(ref_json):
     (["qwen3-8b", "--gpu", "h100-sxm", "--weights", "bpw:0"], "out of range"),
     (["qwen3-8b", "--gpu", "h100-sxm", "--tp", "2", "--link", "none"], "joins no GPUs"),
     (["llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "16"], "NVSwitch domain joins 8"),
+    # an MI300X board links each of its 8 GPUs to the 7 others (gpus.toml link_peers): 16 is two boards
+    (["llama-3.1-70b", "--gpu", "mi300x", "--tp", "16"], "xgmi mesh joins 8"),
     (["qwen3-8b", "--gpu", "h100-sxm", "--tp", "2", "--ep", "2"], "is dense"),
     (["llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--spec", "draft:3", "--accept", "2",
       "--draft", "qwen3-1.7b"], "vocabulary"),

@@ -289,9 +289,12 @@ def _check_link(d: Deployment) -> None:
         raise DecodescopeError(f"--link none joins no GPUs, but TP {d.tp} x PP {d.pp} needs {d.gpus}",
                                "name the link between the GPUs (--link pcie, nvlink, nvswitch, network), "
                                "or use one GPU")
-    domain = NVSWITCH_GPUS.get(d.gpu.id, 8)
-    if d.link.id == "nvswitch" and d.gpus > domain:
-        raise DecodescopeError(f"{d.gpus} GPUs over nvswitch: one {d.gpu.id} NVSwitch domain joins {domain}",
+    # the GPUs one switch or one full mesh joins (GPU.link_peers: each links to every other of its board)
+    mesh = d.link.id == d.gpu.link and d.gpu.link_peers > 1
+    domain = NVSWITCH_GPUS.get(d.gpu.id, 8) if d.link.id == "nvswitch" else d.gpu.link_peers + 1 if mesh else 0
+    if domain and d.gpus > domain:
+        what = "NVSwitch domain" if d.link.id == "nvswitch" else f"{d.link.id} mesh"
+        raise DecodescopeError(f"{d.gpus} GPUs over {d.link.id}: one {d.gpu.id} {what} joins {domain}",
                                f"keep TP x PP <= {domain} on one board, or name the link between nodes "
                                "(--link network)")
 
